@@ -1,0 +1,28 @@
+import * as z from 'zod/mini';
+import type { IntentRecord } from './store.js';
+
+const intentRecordSchema = z.object({
+  v: z.literal(1),
+  scope: z.string(),
+  name: z.string(),
+  key: z.string().check(z.minLength(1), z.maxLength(255)),
+  state: z.enum(['ready', 'in_flight', 'succeeded', 'failed', 'unknown']),
+  fingerprint: z.optional(z.string()),
+  attempts: z.number().check(z.int(), z.gte(0)),
+  createdAt: z.number(),
+  updatedAt: z.number(),
+  status: z.optional(z.number().check(z.int())),
+});
+
+/**
+ * Validates a record read back from a durable store. Returns the record, or a reason
+ * string that says what is wrong with it (for quarantine reports).
+ */
+export function parseRecord(value: unknown): { record: IntentRecord } | { reason: string } {
+  const result = z.safeParse(intentRecordSchema, value);
+  if (result.success) return { record: result.data as IntentRecord };
+  const issue = result.error.issues[0];
+  return {
+    reason: `invalid intent record: ${issue ? `${issue.path.join('.') || '(root)'}: ${issue.message}` : 'unknown'}`,
+  };
+}
