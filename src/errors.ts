@@ -8,7 +8,8 @@ export type OncelyErrorCode =
   | 'HTTP_ERROR'
   | 'RESPONSE_VALIDATION'
   | 'INVALID_KEY'
-  | 'INVALID_ARGUMENT';
+  | 'INVALID_ARGUMENT'
+  | 'CORRUPT_RECORD';
 
 /** What every oncely error says about the intent it concerns. */
 export interface ErrorContext {
@@ -191,5 +192,28 @@ export class InvalidKeyError extends OncelyError {
 export class InvalidArgumentError extends OncelyError {
   constructor(message: string, context: ErrorContext = {}) {
     super('INVALID_ARGUMENT', message, context);
+  }
+}
+
+/**
+ * The stored record of this intent is corrupt and its key cannot be recovered. oncely
+ * neither sends nor mints a new key over it: the lost key may already have been sent,
+ * and a new one could repeat the effect. The bad record was moved aside to `location`.
+ * Reconcile by hand (ask the server whether the operation happened), then remove the
+ * intent (`store.delete(scope, name)`) to form it afresh.
+ */
+export class CorruptRecordError extends OncelyError {
+  /** Where the bad record was moved (an IndexedDB key, a file path). */
+  readonly location: string;
+  /** What is wrong with it. */
+  readonly reason: string;
+  constructor(context: ErrorContext & { location: string; reason: string }) {
+    super(
+      'CORRUPT_RECORD',
+      `The stored record of intent "${context.intent}" is corrupt (${context.reason}) and its idempotency key cannot be recovered, so nothing was sent and no new key was minted: the old key may already have been used. The record was moved to ${context.location}. Reconcile the operation with the server, then delete the intent to form it again.`,
+      context,
+    );
+    this.location = context.location;
+    this.reason = context.reason;
   }
 }

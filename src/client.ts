@@ -1,0 +1,208 @@
+import ky, { type Options as KyOptions } from 'ky';
+import { type IntentCoordinator, LocalCoordinator } from './coordinator.js';
+import { InvalidArgumentError, InvalidKeyError } from './errors.js';
+import { type ClientStats, EventHub, type EventOf, type OncelyEvent, type OncelyEventType } from './events.js';
+import { type ClientContext, Intent } from './intent.js';
+import { newRecord } from './intent-state.js';
+import { type KeyKind, mintKey, validateKey } from './keys.js';
+import { type Profile, type ProfileName, resolveProfile } from './profiles.js';
+import { type RetryOptions, resolveRetryOptions } from './retry-policy.js';
+import { type IntentRecord, type IntentState, type ObservableStore, PENDING_STATES, type Store } from './store.js';
+
+export interface ClientOptions {
+  /**
+   * Base URL that request paths are resolved against.
+   * @example 'https://api.example.com/v1/'
+   */
+  baseUrl: string;
+  /**
+   * The account or tenant the intents belong to. Intents of one scope are never seen,
+   * reused or cleared through another: use the signed-in user's or tenant's id.
+   * @default 'default'
+   */
+  scope?: string;
+  /**
+   * How the server speaks idempotency: `'ietf'` (draft standard), `'stripe'`, or your own
+   * `Profile` object.
+   * @default 'ietf'
+   */
+  profile?: ProfileName | Profile;
+  /**
+   * Where keys live. `oncely` picks IndexedDB in browsers and files in Node; the core
+   * entry needs one passed. `new MemoryStore()` loses keys on reload: tests only.
+   */
+  store?: Store;
+  /** Coordinates tabs or processes sharing the store. @default one client alone */
+  coordinator?: IntentCoordinator;
+  /** The retry budget of each call. */
+  retry?: RetryOptions;
+  /**
+   * Age (ms) past which a sent intent is never resent automatically, because the server
+   * may have forgotten its key. Set it to at most the server's retention.
+   * @default the profile's keyTtl (24 h for ietf and stripe)
+   */
+  keyTtl?: number;
+  /** How new keys are made. @default 'v7' */
+  keys?: KeyKind;
+  /** Headers sent with every request (e.g. Authorization). A function is called per call. */
+  headers?: HeadersInit | (() => HeadersInit);
+  /** The fetch to use. @default globalThis.fetch */
+  fetch?: typeof globalThis.fetch;
+  /** Extra ky options (hooks for logging, credentials…). oncely owns `retry`, `timeout` and `throwHttpErrors`. */
+  ky?: KyOptions;
+  /** Hears every event (same as `client.on('*', listener)`). */
+  onEvent?: (event: OncelyEvent) => void;
+  /** Clock (ms since epoch), for tests. @default Date.now */
+  now?: () => number;
+  /** Source of jitter in [0, 1), for tests. Keys never use it. @default Math.random */
+  random?: () => number;
+}
+
+export interface IntentOptions {
+  /** Use this key instead of minting one (1–255 printable ASCII characters). */
+  key?: string;
+}
+
+/** An unresolved intent, as `client.pending()` reports it. No bodies. */
+export interface PendingIntent {
+  name: string;
+  key: string;
+  state: IntentState;
+  attempts: number;
+  createdAt: number;
+  /** ms since the key was minted. */
+  age: number;
+  /** Older than keyTtl: will not be resent automatically (reconcile by hand). */
+  expired: boolean;
+}
+
+/** Longest intent name accepted. */
+export const MAX_INTENT_NAME_LENGTH = 1024;
+
+export interface Client {
+  readonly scope: string;
+  readonly profile: Profile;
+  readonly store: Store;
+  /** Counters since creation; replay rate = replays / successes. */
+  readonly stats: Readonly<ClientStats>;
+  /**
+   * Forms an intent: returns its stored key, or mints one and stores it durably before
+   * resolving. Call it when the user's intent forms (checkout page load, job enqueue),
+   * not per attempt.
+   */
+  intent(name: string, options?: IntentOptions): Promise<Intent>;
+  /** Intents whose outcome is not known yet (`in_flight`, `unknown`): resume or reconcile them. */
+  pending(): Promise<PendingIntent[]>;
+  /** Removes every intent of this client's scope (on logout). */
+  clear(): Promise<void>;
+  /** Forgets completed and never-sent intents older than keyTtl. Resolves with how many. */
+  sweep(): Promise<number>;
+  on<T extends OncelyEventType | '*'>(
+    type: T,
+    listener: (event: T extends OncelyEventType ? EventOf<T> : OncelyEvent) => void,
+  ): () => void;
+  close(): Promise<void>;
+}
+
+const isObservable = (store: Store): store is Store & ObservableStore =>
+  typeof (store as Partial<ObservableStore>).subscribe === 'function';
+
+/** Creates a client. See {@link ClientOptions}. */
+export function createClient(options: ClientOptions): Client {
+  if (typeof options?.baseUrl !== 'string' || !URL.canParse(options.baseUrl))
+    throw new InvalidArgumentError(`createClient needs an absolute baseUrl, got ${JSON.stringify(options?.baseUrl)}.`);
+  const store = options.store;
+  if (!store)
+    throw new InvalidArgumentError(
+      'createClient needs a store. Import createClient from "oncely" (IndexedDB in browsers, files in Node), or pass `store: new MemoryStore()` for tests.',
+    );
+  const scope = options.scope ?? 'default';
+  if (typeof scope !== 'string' || scope === '') throw new InvalidArgumentError('scope must be a non-empty string.');
+  const profile = resolveProfile(options.profile);
+  const hub = new EventHub();
+  const coordinator: IntentCoordinator = options.coordinator ?? new LocalCoordinator();
+  const keyKind = options.keys ?? 'v7';
+  const now = options.now ?? Date.now;
+  const headers = options.headers;
+  const ctx: ClientContext = {
+    scope,
+    store,
+    profile,
+    hub,
+    coordinator,
+    retry: resolveRetryOptions(options.retry),
+    keyTtl: options.keyTtl ?? profile.keyTtl,
+    ky: ky.create({ ...options.ky, ...(headers && typeof headers !== 'function' ? { headers } : {}) }),
+    headers: typeof headers === 'function' ? headers : undefined,
+    fetch: options.fetch ?? ((input, init) => globalThis.fetch(input, init)),
+    baseUrl: options.baseUrl,
+    now,
+    random: options.random ?? Math.random,
+    inflight: new Map(),
+  };
+  if (options.onEvent) hub.on('*', options.onEvent);
+  const unsubscribes = [
+    coordinator.subscribe((record: IntentRecord) => {
+      if (record.scope === scope) hub.emit({ type: 'state', record, source: 'remote' });
+    }),
+  ];
+  if (isObservable(store)) unsubscribes.push(store.subscribe((event) => hub.emit({ type: 'store', event })));
+
+  let sweptOnce = false;
+  const sweep = () => store.sweep(now() - ctx.keyTtl);
+
+  return {
+    scope,
+    profile,
+    store,
+    get stats() {
+      return { ...hub.stats };
+    },
+    async intent(name, intentOptions = {}) {
+      if (typeof name !== 'string' || name.length === 0 || name.length > MAX_INTENT_NAME_LENGTH)
+        throw new InvalidArgumentError(
+          `An intent name must be a non-empty string of at most ${MAX_INTENT_NAME_LENGTH} characters, e.g. \`checkout:\${cartId}\`.`,
+          { scope },
+        );
+      const context = { intent: name, scope };
+      const key =
+        intentOptions.key === undefined ? mintKey(keyKind, scope, name) : validateKey(intentOptions.key, context);
+      if (!sweptOnce) {
+        sweptOnce = true;
+        // Housekeeping must never fail a payment: a store error here is reported later by the store itself.
+        sweep().catch(() => 0);
+      }
+      const { record } = await store.claim(newRecord(scope, name, key, now()));
+      if (intentOptions.key !== undefined && record.key !== intentOptions.key)
+        throw new InvalidKeyError(
+          `intent "${name}" already has another key stored; reset() it before using a new key`,
+          {
+            ...context,
+            key: record.key,
+          },
+        );
+      return new Intent(ctx, record);
+    },
+    async pending() {
+      const records = await store.list(scope, PENDING_STATES);
+      const t = now();
+      return records.map((r) => ({
+        name: r.name,
+        key: r.key,
+        state: r.state,
+        attempts: r.attempts,
+        createdAt: r.createdAt,
+        age: t - r.createdAt,
+        expired: t - r.createdAt > ctx.keyTtl,
+      }));
+    },
+    clear: () => store.clear(scope),
+    sweep,
+    on: (type, listener) => hub.on(type, listener),
+    async close() {
+      for (const unsubscribe of unsubscribes) unsubscribe();
+      coordinator.close?.();
+      await store.close?.();
+    },
+  };
+}

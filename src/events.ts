@@ -1,0 +1,98 @@
+import type { IntentRecord, StoreEvent } from './store.js';
+
+interface EventBase {
+  scope: string;
+  intent: string;
+  /** The idempotency key. Treat it like a credential in logs: it can replay the request. */
+  key: string;
+}
+
+/** Everything a client reports. Subscribe with `client.on(type, listener)`. */
+export type OncelyEvent =
+  | (EventBase & { type: 'attempt'; attempt: number; method: string; url: string })
+  | (EventBase & {
+      type: 'retry';
+      attempt: number;
+      delay: number;
+      reason: 'network' | 'timeout' | 'status';
+      status?: number;
+    })
+  | (EventBase & { type: 'replay'; status: number })
+  | (EventBase & { type: 'conflict'; status: number; retryAfter?: number })
+  | (EventBase & { type: 'mismatch'; source: 'local' | 'server'; status?: number })
+  | (EventBase & { type: 'unknown'; attempts: number })
+  | (EventBase & { type: 'success'; status?: number; replayed: boolean; attempts: number })
+  | (EventBase & { type: 'failure'; code: string; status?: number; attempts: number })
+  | { type: 'state'; record: IntentRecord; source: 'local' | 'remote' }
+  | { type: 'store'; event: StoreEvent };
+
+export type OncelyEventType = OncelyEvent['type'];
+export type EventOf<T extends OncelyEventType> = Extract<OncelyEvent, { type: T }>;
+
+/**
+ * Counters since the client was created. Replay rate = `replays / successes`: how often
+ * a retry found the server had already done the work.
+ */
+export interface ClientStats {
+  attempts: number;
+  retries: number;
+  replays: number;
+  conflicts: number;
+  mismatches: number;
+  unknowns: number;
+  successes: number;
+  failures: number;
+}
+
+const COUNTED = {
+  attempt: 'attempts',
+  retry: 'retries',
+  replay: 'replays',
+  conflict: 'conflicts',
+  mismatch: 'mismatches',
+  unknown: 'unknowns',
+  success: 'successes',
+  failure: 'failures',
+} as const satisfies Partial<Record<OncelyEventType, keyof ClientStats>>;
+
+type Listener = (event: OncelyEvent) => void;
+
+/** A tiny typed emitter that also keeps the counters. */
+export class EventHub {
+  readonly #listeners = new Map<OncelyEventType | '*', Set<Listener>>();
+  readonly stats: ClientStats = {
+    attempts: 0,
+    retries: 0,
+    replays: 0,
+    conflicts: 0,
+    mismatches: 0,
+    unknowns: 0,
+    successes: 0,
+    failures: 0,
+  };
+
+  on<T extends OncelyEventType | '*'>(
+    type: T,
+    listener: (event: T extends OncelyEventType ? EventOf<T> : OncelyEvent) => void,
+  ): () => void {
+    const set = this.#listeners.get(type) ?? new Set();
+    this.#listeners.set(type, set);
+    set.add(listener as Listener);
+    return () => set.delete(listener as Listener);
+  }
+
+  emit(event: OncelyEvent): void {
+    const counter = COUNTED[event.type as keyof typeof COUNTED];
+    if (counter) this.stats[counter]++;
+    for (const type of [event.type, '*'] as const) {
+      for (const listener of this.#listeners.get(type) ?? []) {
+        try {
+          listener(event);
+        } catch (error) {
+          // A listener's bug must not break a payment in flight.
+          console.error('oncely: an event listener threw', error);
+        }
+      }
+    }
+  }
+}

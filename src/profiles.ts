@@ -1,0 +1,111 @@
+import type { ServerAnswer } from './errors.js';
+import { serializeSfString } from './sf-string.js';
+
+/**
+ * What a server's answer means for an intent:
+ * - `success`: done (2xx).
+ * - `in_progress`: the first request with this key is still running (409): wait, same key.
+ * - `mismatch`: the key was used with another request: `KeyReusedError`, never retried.
+ * - `retryable`: transient (408, 429, 5xx): retry with the same key.
+ * - `failed`: a definitive error (other 4xx): `HttpError`, not retried.
+ */
+export type Outcome = 'success' | 'in_progress' | 'mismatch' | 'retryable' | 'failed';
+
+/**
+ * How one server speaks idempotency. A plain object: adding a provider is data.
+ * @example
+ * const acme: Profile = { ...ietf, name: 'acme', header: 'X-Request-Id', encodeKey: (k) => k };
+ */
+export interface Profile {
+  name: string;
+  /** Request header that carries the key. @default 'Idempotency-Key' */
+  header: string;
+  /** Encodes the key for the header (quoted Structured Field string, or bare). */
+  encodeKey(key: string): string;
+  /** Response headers whose value `true` marks a replayed (stored) response. */
+  replayHeaders: readonly string[];
+  /** Maps a server answer to an outcome. */
+  classify(answer: ServerAnswer): Outcome;
+  /** How long the server remembers a key (ms). A sent intent older than this is never resent. */
+  keyTtl: number;
+  /** Methods that carry the key unless the request says otherwise. @default ['POST', 'PATCH'] */
+  keyedMethods: readonly string[];
+}
+
+const DAY = 24 * 60 * 60 * 1000;
+const TRANSIENT = new Set([408, 429, 500, 502, 503, 504]);
+
+/** Classification shared by the built-in profiles for everything but the mismatch signal. */
+export function classifyStatus(status: number): Outcome {
+  if (status >= 200 && status < 300) return 'success';
+  if (status === 409) return 'in_progress';
+  if (status === 422) return 'mismatch';
+  if (TRANSIENT.has(status)) return 'retryable';
+  return 'failed';
+}
+
+/** True when any of `names` is set to `true` (case-insensitive, surrounding spaces ignored). */
+export function isReplayed(headers: Headers, names: readonly string[]): boolean {
+  return names.some((name) => headers.get(name)?.trim().toLowerCase() === 'true');
+}
+
+/**
+ * draft-ietf-httpapi-idempotency-key-header: the key as a quoted Structured Field
+ * string; 409 in progress; 422 key reused with another payload; replay marked by
+ * `Idempotent-Replayed: true`.
+ */
+export const ietf: Profile = {
+  name: 'ietf',
+  header: 'Idempotency-Key',
+  encodeKey: serializeSfString,
+  replayHeaders: ['Idempotent-Replayed'],
+  classify: ({ status }) => classifyStatus(status),
+  keyTtl: DAY,
+  keyedMethods: ['POST', 'PATCH'],
+};
+
+const stripeErrorType = (body: unknown): unknown => {
+  if (body === null || typeof body !== 'object') return undefined;
+  const error = (body as { error?: unknown }).error;
+  const holder = error !== null && typeof error === 'object' ? error : body;
+  return (holder as { type?: unknown }).type;
+};
+
+/**
+ * Stripe: bare key (≤ 255 chars); a key reused with other parameters is a 400 with
+ * `error.type: "idempotency_error"`; 409 while the first request runs; honours
+ * `Stripe-Should-Retry`; keys kept at least 24 h.
+ */
+export const stripe: Profile = {
+  name: 'stripe',
+  header: 'Idempotency-Key',
+  encodeKey: (key) => key,
+  replayHeaders: ['Idempotent-Replayed'],
+  classify: ({ status, headers, body }) => {
+    if (status === 400 && stripeErrorType(body) === 'idempotency_error') return 'mismatch';
+    const outcome = classifyStatus(status);
+    if (outcome === 'mismatch') return 'failed'; // Stripe's 422 is not about keys
+    const shouldRetry = headers.get('Stripe-Should-Retry');
+    if (outcome !== 'success' && shouldRetry === 'true') return 'retryable';
+    if (outcome === 'retryable' && shouldRetry === 'false') return 'failed';
+    return outcome;
+  },
+  keyTtl: DAY,
+  keyedMethods: ['POST'],
+};
+
+export const profiles = { ietf, stripe } as const;
+export type ProfileName = keyof typeof profiles;
+
+export function resolveProfile(profile: ProfileName | Profile | undefined): Profile {
+  if (profile === undefined) return ietf;
+  if (typeof profile === 'string') {
+    const found = profiles[profile];
+    if (!found)
+      throw new TypeError(
+        `Unknown profile "${profile}". Use one of: ${Object.keys(profiles).join(', ')}, or pass a Profile object.`,
+      );
+    return found;
+  }
+  return profile;
+}
