@@ -322,6 +322,7 @@ export class Intent {
     signal: AbortSignal | undefined,
     send: (record: IntentRecord) => Promise<T>,
   ): Promise<T> {
+    if (signal?.aborted) return Promise.reject(signal.reason);
     const id = this.#id();
     const running = this.ctx.inflight.get(id);
     if (running) {

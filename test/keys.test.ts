@@ -1,0 +1,93 @@
+import { describe, expect, it } from 'vitest';
+import { InvalidKeyError } from '../src/errors.js';
+import { canonicalJson, fingerprint } from '../src/fingerprint.js';
+import { mintKey, validateKey } from '../src/keys.js';
+import { classifyStatus, ietf, stripe } from '../src/profiles.js';
+import { parseSfString, serializeSfString } from '../src/sf-string.js';
+
+describe('keys', () => {
+  it('mints UUIDv7 by default shape, v4 on request, and derives stable v5 keys', () => {
+    expect(mintKey('v7', 's', 'n')).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(mintKey('v4', 's', 'n')).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-/);
+    expect(mintKey('v7', 's', 'n')).not.toBe(mintKey('v7', 's', 'n'));
+    const derived = mintKey('derived', 'acct_1', 'job:42');
+    expect(derived).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-5/);
+    expect(mintKey('derived', 'acct_1', 'job:42')).toBe(derived);
+    expect(mintKey('derived', 'acct_2', 'job:42')).not.toBe(derived);
+  });
+
+  it.each([
+    ['', /empty/],
+    ['x'.repeat(256), /256 characters/],
+    ['café', /printable ASCII/],
+    ['tab\there', /printable ASCII/],
+    [42, /expected a string/],
+  ])('rejects the caller key %j with InvalidKeyError', (key, message) => {
+    expect(() => validateKey(key, { intent: 'i' })).toThrow(InvalidKeyError);
+    expect(() => validateKey(key)).toThrow(message);
+  });
+
+  it('accepts quotes and backslashes, which the sf-string encoding escapes', () => {
+    const key = 'a"b\\c';
+    expect(validateKey(key)).toBe(key);
+    expect(serializeSfString(key)).toBe('"a\\"b\\\\c"');
+    expect(parseSfString(serializeSfString(key))).toBe(key);
+  });
+
+  it('parses only well-formed Structured Field strings', () => {
+    expect(parseSfString(' "abc" ')).toBe('abc');
+    expect(parseSfString('abc')).toBeUndefined();
+    expect(parseSfString('"a"b"')).toBeUndefined();
+    expect(parseSfString('"a\\x"')).toBeUndefined();
+  });
+});
+
+describe('fingerprint', () => {
+  it('ignores key order and whitespace but not values, method or URL', async () => {
+    expect(canonicalJson({ b: 1, a: { d: [1, { z: 1, y: 2 }], c: null } })).toBe(
+      '{"a":{"c":null,"d":[1,{"y":2,"z":1}]},"b":1}',
+    );
+    const base = await fingerprint('POST', 'https://x/pay', canonicalJson({ a: 1, b: 2 }));
+    expect(await fingerprint('post', 'https://x/pay', canonicalJson({ b: 2, a: 1 }))).toBe(base);
+    expect(await fingerprint('POST', 'https://x/pay', canonicalJson({ a: 1, b: 3 }))).not.toBe(base);
+    expect(await fingerprint('PATCH', 'https://x/pay', canonicalJson({ a: 1, b: 2 }))).not.toBe(base);
+    expect(await fingerprint('POST', 'https://x/pay2', canonicalJson({ a: 1, b: 2 }))).not.toBe(base);
+    expect(base).toMatch(/^[0-9a-f]{64}$/);
+  });
+});
+
+describe('profiles', () => {
+  const answer = (status: number, body: unknown = {}, headers: Record<string, string> = {}) => ({
+    status,
+    body,
+    headers: new Headers(headers),
+  });
+
+  it('ietf: 409 in progress, 422 mismatch, transient retryable, other 4xx failed', () => {
+    expect([200, 201, 409, 422, 408, 429, 500, 503, 400, 401, 404, 501].map(classifyStatus)).toEqual([
+      'success',
+      'success',
+      'in_progress',
+      'mismatch',
+      'retryable',
+      'retryable',
+      'retryable',
+      'retryable',
+      'failed',
+      'failed',
+      'failed',
+      'failed',
+    ]);
+    expect(ietf.encodeKey('k1')).toBe('"k1"');
+  });
+
+  it('stripe: bare key, 400 idempotency_error is a mismatch, Stripe-Should-Retry wins', () => {
+    expect(stripe.encodeKey('k1')).toBe('k1');
+    expect(stripe.classify(answer(400, { error: { type: 'idempotency_error' } }))).toBe('mismatch');
+    expect(stripe.classify(answer(400, { error: { type: 'invalid_request_error' } }))).toBe('failed');
+    expect(stripe.classify(answer(409, { error: { code: 'idempotency_key_in_use' } }))).toBe('in_progress');
+    expect(stripe.classify(answer(500, {}, { 'stripe-should-retry': 'false' }))).toBe('failed');
+    expect(stripe.classify(answer(400, {}, { 'stripe-should-retry': 'true' }))).toBe('retryable');
+    expect(stripe.classify(answer(422))).toBe('failed');
+  });
+});
