@@ -1,0 +1,290 @@
+/**
+ * The contract server: a stateful idempotency-key server over the Fetch API
+ * (`Request` → `Response`), per draft-ietf-httpapi-idempotency-key-header, with fault
+ * injection and effect counting. Adapters: `mswHandlers` (MSW) and
+ * `listenContractServer` (node:http, in `node/`).
+ *
+ * Order of checks for a request: CORS preflight → injected faults that answer in front of
+ * the idempotency layer → key missing / invalid (400) → no route (404) → fingerprint
+ * mismatch (422, even while in progress) → in progress (409 + Retry-After) → completed
+ * (replay, `Idempotent-Replayed: true`) → claim the key, run the effect, store the answer.
+ */
+import { corsHeaders } from './cors.js';
+import { createDefaultRoutes } from './default-routes.js';
+import { type Fault, FaultQueue, type FaultSpec } from './faults.js';
+import { requestFingerprint } from './fingerprint.js';
+import { type KeyReading, readKeyHeader } from './key-header.js';
+import { Ledger, type RequestLogEntry } from './ledger.js';
+import { type ContractServerOptions, resolveOptions } from './options.js';
+import { PROBLEM_TYPES, problemResponse } from './problem.js';
+import { type IdempotencyRecord, type RecordState, RecordStore, scopedId } from './records.js';
+import {
+  compileRoutes,
+  fromStoredResponse,
+  type RouteHandler,
+  type StoredResponse,
+  toStoredResponse,
+} from './routes.js';
+
+/** A running contract server. Drive it with `fetch`, or mount it with an adapter. */
+export interface ContractServer {
+  /** Answer one request. Resolves to `Response.error()` when the connection "dies". */
+  fetch(request: Request): Promise<Response>;
+  /**
+   * Queue faults for the next matching requests (see `FaultSpec`).
+   * @example server.inject({ fault: 'drop-after-commit', times: 1, match: { method: 'POST', path: '/payments' } });
+   */
+  inject(...faults: FaultSpec[]): void;
+  /** Times a route's effect ran for `key` (in `scope`, or over all scopes); all effects without `key`. GET/HEAD are not effects. */
+  effects(key?: string, scope?: string): number;
+  /** Requests that carried `key` (in `scope`, or over all scopes), whatever their answer. */
+  attempts(key: string, scope?: string): number;
+  /** Where the server's record for `key` stands, or `undefined` when it has none (never seen, released, expired). */
+  keyState(key: string, scope?: string): RecordState | undefined;
+  /** Every request seen since creation or `reset()`, in arrival order. */
+  readonly requests: readonly RequestLogEntry[];
+  /** Injected faults not yet used up. */
+  readonly pendingFaults: number;
+  /** Forget everything: records, counts, log, queued faults, default resources. Releases hung requests. */
+  reset(): void;
+}
+
+/** Per-request state while the server answers it. */
+interface Exchange {
+  request: Request;
+  url: URL;
+  method: string;
+  scope: string;
+  reading: KeyReading | undefined;
+  key: string | undefined;
+  fault: Fault | undefined;
+  entry: RequestLogEntry;
+  /** True once a `delay` or `hang` fault has been applied where it belongs. */
+  faultApplied: boolean;
+}
+
+const SAFE_METHODS = new Set(['GET', 'HEAD']);
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+const isSuccess = (status: number): boolean => status >= 200 && status < 300;
+
+/**
+ * Create a contract server.
+ *
+ * @example
+ * const server = createContractServer({
+ *   routes: { 'POST /payments': ({ json }) => ({ status: 201, body: { id: 'pay_1', ...(json as object) } }) },
+ * });
+ * const res = await server.fetch(new Request('https://api.test/payments', {
+ *   method: 'POST', headers: { 'Idempotency-Key': '"k1"' }, body: '{"amount":100}',
+ * }));
+ * server.effects('k1'); // 1
+ */
+export function createContractServer(options: ContractServerOptions = {}): ContractServer {
+  const config = resolveOptions(options);
+  let nextId = 0;
+  const defaults = options.routes ? undefined : createDefaultRoutes(options.generateId ?? (() => `id_${++nextId}`));
+  const routes = compileRoutes(options.routes ?? defaults?.routes ?? {});
+  const records = new RecordStore(config.retentionMs, config.now);
+  const ledger = new Ledger();
+  const faults = new FaultQueue();
+  const cors =
+    config.cors === false
+      ? undefined
+      : corsHeaders(config.cors, { keyHeader: config.headerName, scopeHeader: config.scopeHeader });
+  /** Aborted by `reset()` to release hung requests. */
+  let hangs = new AbortController();
+
+  const name = config.headerName;
+
+  /** Resolves when the client gives up (the request's signal aborts) or on `reset()`. */
+  const released = (signal: AbortSignal): Promise<void> => {
+    const either = AbortSignal.any([signal, hangs.signal]);
+    if (either.aborted) return Promise.resolve();
+    return new Promise((resolve) => either.addEventListener('abort', () => resolve(), { once: true }));
+  };
+
+  async function runRoute(ex: Exchange, handler: RouteHandler, params: Record<string, string>, text: string) {
+    let json: unknown;
+    try {
+      json = text === '' ? undefined : JSON.parse(text);
+    } catch {
+      json = undefined;
+    }
+    try {
+      const result = await handler({
+        request: ex.request,
+        json,
+        text,
+        params,
+        key: ex.key,
+        scope: ex.scope,
+        url: ex.url,
+      });
+      if (!SAFE_METHODS.has(ex.method)) ledger.countEffect(ex.scope, ex.key);
+      return await toStoredResponse(result);
+    } catch (error) {
+      const detail = `The route handler for ${ex.method} ${ex.url.pathname} threw: ${error instanceof Error ? error.message : String(error)}`;
+      return toStoredResponse(
+        problemResponse({ type: PROBLEM_TYPES.routeFailed, title: 'Internal Server Error', status: 500, detail }),
+      );
+    }
+  }
+
+  /** Run the effect (under a claimed key, when there is one), applying delay and hang faults. */
+  async function run(
+    ex: Exchange,
+    perform: () => Promise<StoredResponse>,
+    claim?: { id: string; record: IdempotencyRecord },
+  ): Promise<Response> {
+    const { fault } = ex;
+    if (fault?.fault === 'hang') {
+      ex.faultApplied = true;
+      await released(ex.request.signal);
+      if (claim) records.release(claim.id, claim.record);
+      return Response.error();
+    }
+    const delay = fault?.fault === 'delay' ? fault : undefined;
+    if (delay && delay.when !== 'after-commit') await sleep(delay.ms);
+    let stored: StoredResponse;
+    try {
+      stored = await perform();
+    } catch (error) {
+      if (claim) records.release(claim.id, claim.record);
+      throw error;
+    }
+    if (claim) {
+      const forced = fault?.fault === 'status' && fault.store === true;
+      if (forced || config.storeResponses === 'all' || isSuccess(stored.status)) records.complete(claim.record, stored);
+      else records.release(claim.id, claim.record);
+    }
+    if (delay && delay.when === 'after-commit') await sleep(delay.ms);
+    ex.faultApplied = delay !== undefined;
+    return fromStoredResponse(stored);
+  }
+
+  /** The answer before the wrapping faults (drop, late delay or hang) apply. */
+  async function answer(ex: Exchange): Promise<Response> {
+    const { fault } = ex;
+    if (fault?.fault === 'fail-before-commit') {
+      const status = fault.status ?? 503;
+      const detail = 'Injected fault: the server failed before doing anything; a retry runs for real.';
+      const headers = fault.retryAfter === undefined ? undefined : { 'Retry-After': String(fault.retryAfter) };
+      return problemResponse({ type: PROBLEM_TYPES.injected, title: 'Injected failure', status, detail }, headers);
+    }
+    if (fault?.fault === 'status' && !fault.store) return fromStoredResponse(await toStoredResponse(fault));
+    if (ex.reading && !ex.reading.ok) {
+      const problem = { type: PROBLEM_TYPES.keyInvalid, title: `${name} is invalid`, status: 400 };
+      return problemResponse({ ...problem, detail: ex.reading.reason });
+    }
+    if (!ex.reading && config.requireKeyFor.has(ex.method)) {
+      const detail = `${ex.method} requests must carry an ${name} header.`;
+      return problemResponse({ type: PROBLEM_TYPES.keyMissing, title: `${name} is missing`, status: 400, detail });
+    }
+    const storedFault = fault?.fault === 'status' ? fault : undefined;
+    const route = routes.match(ex.method, ex.url.pathname);
+    if (!route && !storedFault) {
+      const detail = `No route for ${ex.method} ${ex.url.pathname}.`;
+      return problemResponse({ type: PROBLEM_TYPES.notFound, title: 'Not Found', status: 404, detail });
+    }
+    const text = await ex.request.clone().text();
+    const perform = () =>
+      storedFault || !route ? toStoredResponse(storedFault ?? {}) : runRoute(ex, route.handler, route.params, text);
+    if (ex.key === undefined) return run(ex, perform);
+
+    const id = scopedId(ex.scope, ex.key);
+    const fingerprint = await requestFingerprint(ex.method, ex.url, text);
+    if (fault?.fault === 'in-progress') records.hold(id, fingerprint, fault.ms, fault.retryAfter);
+    // No await from here to the claim: the lookup and the claim are one atomic step.
+    const found = records.lookup(id, fingerprint);
+    if (found.kind === 'mismatch') {
+      const detail = `This ${name} was already used with a different request (method, path or body). Use a new key for a new request.`;
+      return problemResponse({ type: PROBLEM_TYPES.keyReused, title: `${name} is already used`, status: 422, detail });
+    }
+    if (found.kind === 'in_progress') {
+      const detail = `The first request with this ${name} is still being processed. Retry later with the same key.`;
+      const title = `A request is outstanding for this ${name}`;
+      const retryAfter = String(found.record.retryAfter ?? config.retryAfter);
+      return problemResponse(
+        { type: PROBLEM_TYPES.inProgress, title, status: 409, detail },
+        { 'Retry-After': retryAfter },
+      );
+    }
+    if (found.kind === 'completed') {
+      ex.entry.replayed = true;
+      return fromStoredResponse(found.response, { 'Idempotent-Replayed': 'true' });
+    }
+    return run(ex, perform, { id, record: records.claim(id, fingerprint) });
+  }
+
+  async function handle(request: Request): Promise<Response> {
+    const url = new URL(request.url);
+    const method = request.method.toUpperCase();
+    const scope = config.scope ? await config.scope(request) : (request.headers.get(config.scopeHeader) ?? '');
+    const entry: RequestLogEntry = {
+      method,
+      path: url.pathname,
+      key: undefined,
+      scope,
+      status: null,
+      replayed: false,
+      fault: undefined,
+    };
+    if (method === 'OPTIONS' && cors) {
+      ledger.requests.push({ ...entry, status: 204 });
+      return new Response(null, { status: 204, headers: cors.preflight });
+    }
+    const raw = request.headers.get(name);
+    const reading = raw === null ? undefined : readKeyHeader(raw, config.keyFormat, config.maxKeyLength);
+    const key = reading?.ok ? reading.key : undefined;
+    const fault = faults.take({ method, pathname: url.pathname, key });
+    Object.assign(entry, { key, fault: fault?.fault });
+    ledger.requests.push(entry);
+    if (key !== undefined) ledger.countAttempt(scope, key);
+
+    const ex: Exchange = { request, url, method, scope, reading, key, fault, entry, faultApplied: false };
+    let response = await answer(ex);
+    if (fault?.fault === 'delay' && !ex.faultApplied) await sleep(fault.ms);
+    if (fault?.fault === 'hang' && !ex.faultApplied) {
+      await released(request.signal);
+      response = Response.error();
+    }
+    if (fault?.fault === 'drop-after-commit') response = Response.error();
+    if (response.type === 'error') return response;
+
+    entry.status = response.status;
+    for (const [header, value] of Object.entries(cors?.common ?? {})) response.headers.set(header, value);
+    if (key !== undefined && raw !== null) response.headers.set(name, raw);
+    return response;
+  }
+
+  return {
+    fetch: handle,
+    inject(...specs) {
+      for (const spec of specs) faults.add(spec);
+    },
+    effects: (key, scope) => ledger.effects(key, scope),
+    attempts: (key, scope) => ledger.attempts(key, scope),
+    keyState(key, scope) {
+      if (scope !== undefined) return records.get(scopedId(scope, key))?.state;
+      for (const [id, record] of records.entries()) if ((JSON.parse(id) as string[])[1] === key) return record.state;
+      return undefined;
+    },
+    get requests() {
+      return ledger.requests;
+    },
+    get pendingFaults() {
+      return faults.size;
+    },
+    reset() {
+      hangs.abort();
+      hangs = new AbortController();
+      records.clear();
+      ledger.clear();
+      faults.clear();
+      defaults?.clear();
+      nextId = 0;
+    },
+  };
+}

@@ -1,0 +1,26 @@
+/**
+ * `oncely/mock`: a stateful idempotency contract server for tests. The MSW adapter
+ * needs `msw` installed; the node:http adapter is `listenContractServer` in `node/`.
+ */
+
+export { parseSfString, serializeSfString } from '../sf-string.js';
+export { type ContractServer, createContractServer } from './contract-server.js';
+export type { CorsOptions } from './cors.js';
+export type {
+  DelayFault,
+  DropAfterCommitFault,
+  FailBeforeCommitFault,
+  Fault,
+  FaultMatch,
+  FaultSpec,
+  HangFault,
+  InProgressFault,
+  RespondFault,
+  StatusFault,
+} from './faults.js';
+export type { RequestLogEntry } from './ledger.js';
+export { type MswHandlersOptions, mswHandlers } from './msw.js';
+export type { ContractServerOptions, KeyFormat } from './options.js';
+export { PROBLEM_TYPES, type Problem } from './problem.js';
+export type { RecordState } from './records.js';
+export type { RouteContext, RouteHandler, RouteResult, Routes } from './routes.js';
