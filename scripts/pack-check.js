@@ -48,6 +48,19 @@ for (const [name, m] of Object.entries(modules)) {
   );
   run(process.execPath, [join(repo, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', scratch], scratch);
   process.stdout.write(run(process.execPath, ['check.ts'], scratch));
+  // The README's quick start, run as written against the installed package.
+  const readme = readFileSync(join(repo, 'README.md'), 'utf8');
+  const quickStart = /## Quick start\s+```ts\n([\s\S]*?)```/.exec(readme)?.[1];
+  if (!quickStart) throw new Error('README.md has no ```ts block under "## Quick start"');
+  writeFileSync(join(scratch, 'quick-start.ts'), quickStart);
+  const stateDir = join(scratch, 'state');
+  const output = execFileSync(process.execPath, ['quick-start.ts'], {
+    cwd: scratch,
+    env: { ...process.env, ONCELY_STATE_DIR: stateDir },
+    encoding: 'utf8',
+  });
+  if (!/^201 \S+ false 1$/m.test(output)) throw new Error(`the quick start printed ${JSON.stringify(output)}`);
+  console.log(`quick start ran as written: ${output.trim()}`);
   const pkg = JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8'));
   console.log(`pack-check: ${tarball} (${files.length} files) imports and type-checks from ${entries.length} entry points, version ${pkg.version}`);
 } finally {

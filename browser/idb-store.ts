@@ -1,0 +1,351 @@
+import { del, get } from 'idb-keyval';
+import { CorruptRecordError, InvalidArgumentError } from '../src/errors.js';
+import { parseRecord } from '../src/record.js';
+import {
+  type ClaimResult,
+  type IntentRecord,
+  type IntentState,
+  type ObservableStore,
+  type RecordUpdater,
+  type Store,
+  type StoreEvent,
+  SWEEPABLE_STATES,
+} from '../src/store.js';
+import { type QuarantineEntry, type QuarantineMarker, readSlot } from './corrupt-records.js';
+import {
+  allQuarantineRange,
+  allRecordsRange,
+  parseRecordKey,
+  probeKey,
+  quarantineKey,
+  quarantineScopeRange,
+  recordKey,
+  scopeRange,
+} from './idb-keys.js';
+import { type IdbHandle, openIdb } from './idb-open.js';
+import { runTransaction, type TxControl } from './idb-transaction.js';
+
+export interface IdbStoreOptions {
+  /**
+   * IndexedDB database name. Never idb-keyval's default database.
+   * @default 'oncely'
+   */
+  dbName?: string;
+  /**
+   * Object store name inside the database. If the database exists without it, it is
+   * added (by a version upgrade).
+   * @default 'intents'
+   */
+  storeName?: string;
+  /**
+   * Durability hint for writes. `strict` asks the browser to flush to disk before a
+   * write resolves, so a claimed key survives a power cut or OS crash, not only a
+   * reload or tab crash. Chrome and Firefox use `relaxed` when asked for `default`.
+   * @default 'strict'
+   */
+  durability?: IDBTransactionDurability;
+  /**
+   * How many records one `sweep()` call examines at most. Each call continues where
+   * the previous one stopped (wrapping at the end), so a store of N records is swept
+   * fully in ⌈N / sweepBatch⌉ calls and no call holds the database for long.
+   * @default 200
+   */
+  sweepBatch?: number;
+  /**
+   * The IndexedDB factory to use (a worker's, a test's `new IDBFactory()`).
+   * @default globalThis.indexedDB, read at first use
+   */
+  indexedDB?: IDBFactory;
+  /**
+   * Clock in ms since epoch, used for quarantine timestamps.
+   * @default Date.now
+   */
+  now?: () => number;
+}
+
+/** A record in quarantine, with the IndexedDB key it sits under. */
+export interface QuarantinedRecord extends QuarantineEntry {
+  location: string;
+}
+
+/**
+ * Intents in IndexedDB: durable across reloads, tab crashes and browser restarts, and
+ * shared by the tabs of an origin.
+ *
+ * Every operation that reads and then writes (`claim`, `update`, keyed `delete`,
+ * `sweep`) is one readwrite transaction, so two tabs claiming at once end with one key;
+ * every promise resolves after its transaction has committed. Records are validated on
+ * read: a bad one is quarantined and reported to {@link IdbStore.subscribe} listeners,
+ * and never replaced by a new key (see `corrupt-records.ts`; an intent whose key is lost
+ * throws `CorruptRecordError`).
+ *
+ * Constructing it touches nothing; the database opens on first use. To fall back to
+ * memory where IndexedDB is missing or blocked, use `openBrowserStore()`.
+ */
+export class IdbStore implements Store, ObservableStore {
+  readonly #db: IdbHandle;
+  readonly #dbName: string;
+  readonly #storeName: string;
+  readonly #sweepBatch: number;
+  readonly #now: () => number;
+  readonly #listeners = new Set<(event: StoreEvent) => void>();
+  #sweepAfter: IDBValidKey | undefined;
+
+  constructor(options: IdbStoreOptions = {}) {
+    this.#dbName = options.dbName ?? 'oncely';
+    this.#storeName = options.storeName ?? 'intents';
+    this.#sweepBatch = Math.max(1, Math.floor(options.sweepBatch ?? 200));
+    this.#now = options.now ?? Date.now;
+    this.#db = openIdb({
+      dbName: this.#dbName,
+      storeName: this.#storeName,
+      factory: options.indexedDB,
+      durability: options.durability ?? 'strict',
+    });
+  }
+
+  async claim(fresh: IntentRecord): Promise<ClaimResult> {
+    const record = validRecord(fresh, fresh.scope, fresh.name);
+    const id = recordKey(record.scope, record.name);
+    return this.#run<ClaimResult>('readwrite', (store, tx) => {
+      const request = store.get(id);
+      request.onsuccess = tx.guard(() => {
+        const current = this.#settle(store, tx, request.result, record.scope, record.name);
+        if (current.error) return tx.fail(current.error);
+        if (current.record) return tx.result({ record: current.record, created: false });
+        store.put(record, id);
+        tx.result({ record: { ...record }, created: true });
+      });
+    });
+  }
+
+  async get(scope: string, name: string): Promise<IntentRecord | undefined> {
+    const value: unknown = await get(recordKey(scope, name), this.#db.use);
+    const slot = readSlot(value, scope, name, this.#now());
+    if (slot.kind === 'empty') return undefined;
+    if (slot.kind === 'record') return slot.record;
+    // Blocked or corrupt: settle it (quarantine, salvage or throw) in a write transaction.
+    return this.update(scope, name, () => undefined);
+  }
+
+  async update(scope: string, name: string, updater: RecordUpdater): Promise<IntentRecord | undefined> {
+    const id = recordKey(scope, name);
+    return this.#run<IntentRecord | undefined>('readwrite', (store, tx) => {
+      const request = store.get(id);
+      request.onsuccess = tx.guard(() => {
+        const current = this.#settle(store, tx, request.result, scope, name);
+        if (current.error) return tx.fail(current.error);
+        const next = updater(current.record && { ...current.record });
+        if (next === undefined) return tx.result(current.record);
+        const record = validRecord(next, scope, name);
+        store.put(record, id);
+        tx.result({ ...record });
+      });
+    });
+  }
+
+  async delete(scope: string, name: string, key?: string): Promise<void> {
+    const id = recordKey(scope, name);
+    if (key === undefined) return del(id, this.#db.use);
+    return this.#run<void>('readwrite', (store, tx) => {
+      const request = store.get(id);
+      request.onsuccess = tx.guard(() => {
+        const parsed = parseRecord(request.result);
+        if ('record' in parsed && parsed.record.key === key) store.delete(id);
+      });
+    });
+  }
+
+  async list(scope: string, states?: readonly IntentState[]): Promise<IntentRecord[]> {
+    const { records, damaged } = await this.#run<{ records: IntentRecord[]; damaged: string[] }>(
+      'readonly',
+      (store, tx) => {
+        const keys = store.getAllKeys(scopeRange(scope));
+        const values = store.getAll(scopeRange(scope));
+        values.onsuccess = tx.guard(() => {
+          const out = { records: [] as IntentRecord[], damaged: [] as string[] };
+          const now = this.#now();
+          keys.result.forEach((key, i) => {
+            const ids = parseRecordKey(key);
+            if (!ids || ids.scope !== scope) return;
+            const slot = readSlot(values.result[i], scope, ids.name, now);
+            if (slot.kind === 'record') out.records.push(slot.record);
+            else if (slot.kind === 'corrupt') out.damaged.push(ids.name);
+          });
+          tx.result(out);
+        });
+      },
+    );
+    for (const name of damaged) {
+      const record = await this.get(scope, name).catch((error: unknown) => {
+        if (error instanceof CorruptRecordError) return undefined;
+        throw error;
+      });
+      if (record) records.push(record);
+    }
+    return states ? records.filter((record) => states.includes(record.state)) : records;
+  }
+
+  async clear(scope: string): Promise<void> {
+    return this.#run<void>('readwrite', (store) => {
+      store.delete(scopeRange(scope));
+      store.delete(quarantineScopeRange(scope));
+    });
+  }
+
+  /**
+   * Removes old `succeeded`, `failed` and `ready` records. Bounded: examines at most
+   * `sweepBatch` records per call (one cursor walk in one transaction), continuing
+   * after the last record the previous call examined. Bad records met on the way are
+   * quarantined. Resolves with the number removed by this call.
+   */
+  async sweep(olderThan: number): Promise<number> {
+    return this.#run<number>('readwrite', (store, tx) => {
+      let seen = 0;
+      let removed = 0;
+      tx.result(0);
+      const request = store.openCursor(allRecordsRange(this.#sweepAfter));
+      request.onsuccess = tx.guard(() => {
+        const cursor = request.result;
+        if (!cursor) {
+          this.#sweepAfter = undefined;
+          return;
+        }
+        const ids = parseRecordKey(cursor.primaryKey);
+        if (ids) {
+          const { record } = this.#settle(store, tx, cursor.value, ids.scope, ids.name);
+          if (record && record.updatedAt < olderThan && SWEEPABLE_STATES.includes(record.state)) {
+            cursor.delete();
+            tx.result(++removed);
+          }
+        }
+        if (++seen >= this.#sweepBatch) {
+          this.#sweepAfter = cursor.primaryKey;
+          return;
+        }
+        cursor.continue();
+      });
+    });
+  }
+
+  /** Records set aside as corrupt, of one scope or of all. Kept until `clear(scope)`. */
+  async listQuarantined(scope?: string): Promise<QuarantinedRecord[]> {
+    const range = scope === undefined ? allQuarantineRange() : quarantineScopeRange(scope);
+    return this.#run<QuarantinedRecord[]>('readonly', (store, tx) => {
+      const keys = store.getAllKeys(range);
+      const values = store.getAll(range);
+      values.onsuccess = tx.guard(() => {
+        tx.result(
+          keys.result.map((key, i) => ({ ...(values.result[i] as QuarantineEntry), location: this.#location(key) })),
+        );
+      });
+    });
+  }
+
+  /**
+   * Opens the database and checks that a write goes through (it writes and removes a
+   * probe key). Rejects where IndexedDB is missing, blocked or read-only.
+   */
+  async probe(): Promise<void> {
+    return this.#run<void>('readwrite', (store) => {
+      store.put(0, probeKey());
+      store.delete(probeKey());
+    });
+  }
+
+  subscribe(listener: (event: StoreEvent) => void): () => void {
+    this.#listeners.add(listener);
+    return () => {
+      this.#listeners.delete(listener);
+    };
+  }
+
+  async close(): Promise<void> {
+    await this.#db.close();
+  }
+
+  #run<T>(mode: IDBTransactionMode, body: (store: IDBObjectStore, tx: TxControl<T>) => void): Promise<T> {
+    return runTransaction(this.#db.use, mode, body, (events) => {
+      for (const event of events) this.#emit(event);
+    });
+  }
+
+  /**
+   * Reads the slot of (scope, name) inside a readwrite transaction. A corrupt value is
+   * quarantined here, in the same transaction, and the slot gets either the salvaged
+   * record or a marker that blocks the intent.
+   */
+  #settle(
+    store: IDBObjectStore,
+    tx: TxControl<never>,
+    value: unknown,
+    scope: string,
+    name: string,
+  ): { record?: IntentRecord; error?: CorruptRecordError } {
+    const now = this.#now();
+    const slot = readSlot(value, scope, name, now);
+    switch (slot.kind) {
+      case 'empty':
+        return {};
+      case 'record':
+        return { record: slot.record };
+      case 'blocked':
+        return { error: corruptRecordError(scope, name, slot.marker) };
+      case 'corrupt': {
+        const key = quarantineKey(scope, name, now);
+        const location = this.#location(key);
+        const entry: QuarantineEntry = { scope, name, reason: slot.reason, at: now, value };
+        const { salvaged } = slot;
+        if (salvaged) entry.salvagedKey = salvaged.key;
+        store.put(entry, key);
+        tx.report({
+          type: 'quarantine',
+          reason: `${slot.reason}; ${salvaged ? 'its key was kept and the intent set to unknown' : 'no usable key: the intent is blocked until it is reconciled and deleted'}`,
+          location,
+          scope,
+          name,
+        });
+        if (salvaged) {
+          store.put(salvaged, recordKey(scope, name));
+          return { record: { ...salvaged } };
+        }
+        const marker: QuarantineMarker = { oncely: 'quarantined', reason: slot.reason, location, at: now };
+        store.put(marker, recordKey(scope, name));
+        return { error: corruptRecordError(scope, name, marker) };
+      }
+    }
+  }
+
+  #location(key: IDBValidKey): string {
+    return `indexeddb:${this.#dbName}/${this.#storeName}/${JSON.stringify(key)}`;
+  }
+
+  #emit(event: StoreEvent): void {
+    for (const listener of this.#listeners) {
+      try {
+        listener(event);
+      } catch (error) {
+        queueMicrotask(() => {
+          throw error;
+        });
+      }
+    }
+  }
+}
+
+function validRecord(value: unknown, scope: string, name: string): IntentRecord {
+  const parsed = parseRecord(value);
+  if ('reason' in parsed) {
+    throw new InvalidArgumentError(`Refusing to store an ${parsed.reason}.`, { scope, intent: name });
+  }
+  if (parsed.record.scope !== scope || parsed.record.name !== name) {
+    throw new InvalidArgumentError(
+      `Refusing to store the record of intent "${parsed.record.name}" (scope "${parsed.record.scope}") under intent "${name}" (scope "${scope}").`,
+      { scope, intent: name },
+    );
+  }
+  return parsed.record;
+}
+
+const corruptRecordError = (scope: string, name: string, marker: QuarantineMarker) =>
+  new CorruptRecordError({ scope, intent: name, reason: marker.reason, location: marker.location });

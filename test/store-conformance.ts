@@ -1,0 +1,343 @@
+/**
+ * The contract every `Store` keeps, as a reusable vitest suite. Run it against a store
+ * with `runStoreConformance('MyStore', async () => ({ store, reopen, cleanup }))`:
+ * `makeStore` gives a fresh, empty store per test; `reopen` (optional) opens a second
+ * store over the same data, as after a restart; `cleanup` (optional) removes the data.
+ * Store-agnostic: no file, IndexedDB or Node specifics.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import type { IntentRecord, IntentState, Store } from '../src/store.js';
+
+export interface ConformanceStore {
+  store: Store;
+  /** Opens another store over the same data (a restart, another process or tab). */
+  reopen?: () => Promise<Store>;
+  /** Removes what the store left behind. */
+  cleanup?: () => Promise<void>;
+}
+
+const T0 = 1_700_000_000_000;
+
+/** A valid record; `name` doubles as a readable key unless `extra.key` says otherwise. */
+export function intentRecord(scope: string, name: string, extra: Partial<IntentRecord> = {}): IntentRecord {
+  return {
+    v: 1,
+    scope,
+    name,
+    key: `key-${scope}-${name}`,
+    state: 'ready',
+    attempts: 0,
+    createdAt: T0,
+    updatedAt: T0,
+    ...extra,
+  };
+}
+
+const byName = (records: IntentRecord[]) => records.map((record) => record.name).sort();
+
+export function runStoreConformance(name: string, makeStore: () => Promise<ConformanceStore>): void {
+  describe(`${name}: store conformance`, () => {
+    const opened: ConformanceStore[] = [];
+    const extraStores: Store[] = [];
+    const closed = new WeakSet<Store>();
+
+    async function close(store: Store): Promise<void> {
+      if (closed.has(store)) return;
+      closed.add(store);
+      await store.close?.();
+    }
+
+    async function fresh(): Promise<ConformanceStore> {
+      const made = await makeStore();
+      opened.push(made);
+      return made;
+    }
+
+    async function reopened(made: ConformanceStore): Promise<Store> {
+      const store = await made.reopen!();
+      extraStores.push(store);
+      return store;
+    }
+
+    afterEach(async () => {
+      for (const store of extraStores.splice(0)) await close(store);
+      for (const made of opened.splice(0)) {
+        await close(made.store);
+        await made.cleanup?.();
+      }
+    });
+
+    describe('claim', () => {
+      it('creates a record that is not there and returns a copy of it', async () => {
+        const { store } = await fresh();
+        const record = intentRecord('u1', 'pay');
+        const result = await store.claim(record);
+        expect(result).toEqual({ record, created: true });
+        expect(result.record).not.toBe(record);
+        expect(await store.get('u1', 'pay')).toEqual(record);
+      });
+
+      it('returns the first record untouched on a second claim (created false)', async () => {
+        const { store } = await fresh();
+        const first = intentRecord('u1', 'pay', { key: 'k-first' });
+        await store.claim(first);
+        const second = await store.claim(intentRecord('u1', 'pay', { key: 'k-second', createdAt: T0 + 5 }));
+        expect(second).toEqual({ record: first, created: false });
+        expect((await store.get('u1', 'pay'))?.key).toBe('k-first');
+      });
+
+      it('concurrent claims of one intent end with one record, seen by every claimer', async () => {
+        const { store } = await fresh();
+        const results = await Promise.all(
+          Array.from({ length: 12 }, (_, i) => store.claim(intentRecord('u1', 'pay', { key: `k-${i}` }))),
+        );
+        const keys = new Set(results.map((result) => result.record.key));
+        expect(keys.size).toBe(1);
+        expect(results.filter((result) => result.created)).toHaveLength(1);
+        expect((await store.get('u1', 'pay'))?.key).toBe([...keys][0]);
+        expect(await store.list('u1')).toHaveLength(1);
+      });
+
+      it('concurrent claims of many intents all land', async () => {
+        const { store } = await fresh();
+        const names = Array.from({ length: 100 }, (_, i) => `job:${i}`);
+        const results = await Promise.all(names.map((n) => store.claim(intentRecord('u1', n))));
+        expect(results.every((result) => result.created)).toBe(true);
+        expect(byName(await store.list('u1'))).toEqual([...names].sort());
+        for (const n of names.slice(0, 10)) expect((await store.get('u1', n))?.key).toBe(`key-u1-${n}`);
+      });
+
+      it('keeps optional fields', async () => {
+        const { store } = await fresh();
+        const record = intentRecord('u1', 'pay', { fingerprint: 'sha256:abc', status: 503, attempts: 2 });
+        await store.claim(record);
+        expect(await store.get('u1', 'pay')).toEqual(record);
+      });
+    });
+
+    describe('get', () => {
+      it('resolves undefined for an unknown intent', async () => {
+        const { store } = await fresh();
+        expect(await store.get('u1', 'nothing')).toBeUndefined();
+      });
+
+      it('returns a copy: mutating it does not change the store', async () => {
+        const { store } = await fresh();
+        await store.claim(intentRecord('u1', 'pay'));
+        const got = (await store.get('u1', 'pay'))!;
+        got.state = 'failed';
+        expect((await store.get('u1', 'pay'))?.state).toBe('ready');
+      });
+    });
+
+    describe('update', () => {
+      it('passes the current record and stores what the updater returns', async () => {
+        const { store } = await fresh();
+        await store.claim(intentRecord('u1', 'pay'));
+        const seen: (IntentRecord | undefined)[] = [];
+        const next = await store.update('u1', 'pay', (current) => {
+          seen.push(current);
+          return current && { ...current, state: 'in_flight', attempts: 1, fingerprint: 'fp', updatedAt: T0 + 1 };
+        });
+        expect(seen[0]).toEqual(intentRecord('u1', 'pay'));
+        expect(next).toMatchObject({ state: 'in_flight', attempts: 1, fingerprint: 'fp', key: 'key-u1-pay' });
+        expect(await store.get('u1', 'pay')).toEqual(next);
+      });
+
+      it('leaves the store alone when the updater returns undefined', async () => {
+        const { store } = await fresh();
+        await store.claim(intentRecord('u1', 'pay'));
+        expect(await store.update('u1', 'pay', () => undefined)).toEqual(intentRecord('u1', 'pay'));
+        expect(await store.get('u1', 'pay')).toEqual(intentRecord('u1', 'pay'));
+      });
+
+      it('of a missing intent passes undefined and resolves undefined if nothing is returned', async () => {
+        const { store } = await fresh();
+        let called = false;
+        const result = await store.update('u1', 'ghost', (current) => {
+          called = true;
+          expect(current).toBeUndefined();
+          return undefined;
+        });
+        expect(called).toBe(true);
+        expect(result).toBeUndefined();
+        expect(await store.get('u1', 'ghost')).toBeUndefined();
+      });
+
+      it('of a missing intent stores the record the updater returns', async () => {
+        const { store } = await fresh();
+        const record = intentRecord('u1', 'made');
+        expect(await store.update('u1', 'made', (current) => current ?? record)).toEqual(record);
+        expect(await store.get('u1', 'made')).toEqual(record);
+      });
+
+      it('concurrent updates of one record apply one after another (none lost)', async () => {
+        const { store } = await fresh();
+        await store.claim(intentRecord('u1', 'pay'));
+        await Promise.all(
+          Array.from({ length: 20 }, () =>
+            store.update('u1', 'pay', (current) => current && { ...current, attempts: current.attempts + 1 }),
+          ),
+        );
+        expect((await store.get('u1', 'pay'))?.attempts).toBe(20);
+      });
+    });
+
+    describe('delete', () => {
+      it('removes an intent; a later claim creates it afresh', async () => {
+        const { store } = await fresh();
+        await store.claim(intentRecord('u1', 'pay', { key: 'k-old' }));
+        await store.delete('u1', 'pay');
+        expect(await store.get('u1', 'pay')).toBeUndefined();
+        const again = await store.claim(intentRecord('u1', 'pay', { key: 'k-new' }));
+        expect(again).toMatchObject({ created: true, record: { key: 'k-new' } });
+      });
+
+      it('with a key removes the intent only if it still has that key', async () => {
+        const { store } = await fresh();
+        await store.claim(intentRecord('u1', 'pay', { key: 'k-current' }));
+        await store.delete('u1', 'pay', 'k-stale');
+        expect((await store.get('u1', 'pay'))?.key).toBe('k-current');
+        await store.delete('u1', 'pay', 'k-current');
+        expect(await store.get('u1', 'pay')).toBeUndefined();
+      });
+
+      it('of a missing intent does nothing', async () => {
+        const { store } = await fresh();
+        await store.delete('u1', 'nothing');
+        await store.delete('u1', 'nothing', 'k');
+        expect(await store.list('u1')).toEqual([]);
+      });
+    });
+
+    describe('list', () => {
+      it('lists the records of one scope, optionally by state', async () => {
+        const { store } = await fresh();
+        const states: IntentState[] = ['ready', 'in_flight', 'succeeded', 'failed', 'unknown'];
+        for (const state of states) await store.claim(intentRecord('u1', `i-${state}`, { state }));
+        await store.claim(intentRecord('u2', 'other', { state: 'in_flight' }));
+        expect(byName(await store.list('u1'))).toEqual(states.map((state) => `i-${state}`).sort());
+        expect(byName(await store.list('u1', ['in_flight', 'unknown']))).toEqual(['i-in_flight', 'i-unknown']);
+        expect(await store.list('u1', [])).toEqual([]);
+        expect(await store.list('nobody')).toEqual([]);
+        const [inFlight] = await store.list('u1', ['in_flight']);
+        expect(inFlight).toEqual(intentRecord('u1', 'i-in_flight', { state: 'in_flight' }));
+      });
+
+      it('reflects updates and deletes', async () => {
+        const { store } = await fresh();
+        await store.claim(intentRecord('u1', 'a'));
+        await store.claim(intentRecord('u1', 'b'));
+        await store.update('u1', 'a', (current) => current && { ...current, state: 'unknown' });
+        await store.delete('u1', 'b');
+        const listed = await store.list('u1');
+        expect(listed).toHaveLength(1);
+        expect(listed[0]).toMatchObject({ name: 'a', state: 'unknown' });
+      });
+    });
+
+    describe('scopes', () => {
+      it('isolate: one name under two scopes is two records', async () => {
+        const { store } = await fresh();
+        await store.claim(intentRecord('alice', 'checkout:1', { key: 'k-alice' }));
+        const bob = await store.claim(intentRecord('bob', 'checkout:1', { key: 'k-bob' }));
+        expect(bob.created).toBe(true);
+        expect((await store.get('alice', 'checkout:1'))?.key).toBe('k-alice');
+        expect((await store.get('bob', 'checkout:1'))?.key).toBe('k-bob');
+        await store.update('alice', 'checkout:1', (current) => current && { ...current, state: 'succeeded' });
+        expect((await store.get('bob', 'checkout:1'))?.state).toBe('ready');
+        await store.delete('alice', 'checkout:1');
+        expect((await store.get('bob', 'checkout:1'))?.key).toBe('k-bob');
+      });
+
+      it('clear(scope) removes only that scope', async () => {
+        const { store } = await fresh();
+        for (const n of ['a', 'b', 'c']) await store.claim(intentRecord('alice', n));
+        await store.claim(intentRecord('bob', 'a'));
+        await store.clear('alice');
+        expect(await store.list('alice')).toEqual([]);
+        expect(await store.get('alice', 'a')).toBeUndefined();
+        expect(byName(await store.list('bob'))).toEqual(['a']);
+        // The cleared scope can be used again.
+        expect((await store.claim(intentRecord('alice', 'a', { key: 'k-after' }))).created).toBe(true);
+        await store.clear('nobody');
+      });
+
+      it('tell apart scopes and names that would collide if concatenated', async () => {
+        const { store } = await fresh();
+        await store.claim(intentRecord('a:b', 'c', { key: 'k1' }));
+        await store.claim(intentRecord('a', 'b:c', { key: 'k2' }));
+        await store.claim(intentRecord('', 'a:b:c', { key: 'k3' }));
+        expect((await store.get('a:b', 'c'))?.key).toBe('k1');
+        expect((await store.get('a', 'b:c'))?.key).toBe('k2');
+        expect((await store.get('', 'a:b:c'))?.key).toBe('k3');
+        expect(await store.list('a')).toHaveLength(1);
+      });
+    });
+
+    describe('sweep', () => {
+      it('removes only old succeeded, failed and ready records', async () => {
+        const { store } = await fresh();
+        const states: IntentState[] = ['ready', 'in_flight', 'succeeded', 'failed', 'unknown'];
+        for (const state of states) {
+          await store.claim(intentRecord('u1', `old-${state}`, { state, updatedAt: T0 }));
+          await store.claim(intentRecord('u2', `new-${state}`, { state, updatedAt: T0 + 10_000 }));
+        }
+        const removed = await store.sweep(T0 + 5_000);
+        expect(removed).toBe(3);
+        expect(byName(await store.list('u1'))).toEqual(['old-in_flight', 'old-unknown']);
+        expect(await store.list('u2')).toHaveLength(5);
+      });
+
+      it('never removes in_flight or unknown, however old', async () => {
+        const { store } = await fresh();
+        await store.claim(intentRecord('u1', 'a', { state: 'in_flight', updatedAt: 0 }));
+        await store.claim(intentRecord('u1', 'b', { state: 'unknown', updatedAt: 0 }));
+        expect(await store.sweep(Number.MAX_SAFE_INTEGER)).toBe(0);
+        expect(await store.list('u1')).toHaveLength(2);
+      });
+
+      it('counts by updatedAt, not createdAt; a record exactly at the limit stays', async () => {
+        const { store } = await fresh();
+        await store.claim(intentRecord('u1', 'touched', { state: 'succeeded', createdAt: 0, updatedAt: T0 }));
+        await store.claim(intentRecord('u1', 'edge', { state: 'failed', updatedAt: T0 }));
+        expect(await store.sweep(T0)).toBe(0);
+        expect(await store.sweep(T0 + 1)).toBe(2);
+      });
+    });
+
+    describe('reopen', () => {
+      it('keeps records, states and scopes across a reopen', async (context) => {
+        const made = await fresh();
+        if (!made.reopen) return context.skip();
+        const { store } = made;
+        await store.claim(intentRecord('u1', 'pay', { key: 'k-pay' }));
+        await store.claim(intentRecord('u1', 'gone', { key: 'k-gone' }));
+        await store.claim(intentRecord('u2', 'pay', { key: 'k-u2' }));
+        await store.update('u1', 'pay', (current) => current && { ...current, state: 'unknown', attempts: 3 });
+        await store.delete('u1', 'gone');
+        await close(store);
+
+        const again = await reopened(made);
+        expect(await again.get('u1', 'pay')).toMatchObject({ key: 'k-pay', state: 'unknown', attempts: 3 });
+        expect(await again.get('u1', 'gone')).toBeUndefined();
+        expect((await again.get('u2', 'pay'))?.key).toBe('k-u2');
+        const claim = await again.claim(intentRecord('u1', 'pay', { key: 'k-other' }));
+        expect(claim).toMatchObject({ created: false, record: { key: 'k-pay' } });
+        expect(await again.list('u1', ['unknown'])).toHaveLength(1);
+      });
+
+      it('two stores over the same data agree on one key', async (context) => {
+        const made = await fresh();
+        if (!made.reopen) return context.skip();
+        const other = await reopened(made);
+        const [a, b] = await Promise.all([
+          made.store.claim(intentRecord('u1', 'pay', { key: 'k-a' })),
+          other.claim(intentRecord('u1', 'pay', { key: 'k-b' })),
+        ]);
+        expect(a.record.key).toBe(b.record.key);
+        expect([a.created, b.created].filter(Boolean)).toHaveLength(1);
+      });
+    });
+  });
+}
