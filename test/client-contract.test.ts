@@ -45,20 +45,28 @@ describe('one key per intent, on every attempt', () => {
 
   it('409 with Retry-After 2 s: waits 2 s (fake clock), then one effect', async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+    // Hashing and the exchanges run on real I/O: let it run, firing only timers already due.
+    const until = async (done: () => boolean) => {
+      while (!done()) {
+        await vi.advanceTimersByTimeAsync(0);
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    };
     const api = client({ retry: { maxRetryAfter: 30_000 } });
     const intent = await api.intent('checkout:3');
     contract.inject({ fault: 'in-progress', ms: 1500, retryAfter: 2 });
-    const pending = intent.post('payments', { json: body });
-    // Hashing and the first exchange run on real I/O; only the wait is on the fake clock.
-    while (contract.attempts(intent.key) === 0) await new Promise((resolve) => setImmediate(resolve));
+    let settled = false;
+    const pending = intent.post('payments', { json: body }).finally(() => {
+      settled = true;
+    });
+    await until(() => api.stats.conflicts === 1);
     await vi.advanceTimersByTimeAsync(1999);
     expect(contract.attempts(intent.key)).toBe(1);
     await vi.advanceTimersByTimeAsync(1);
-    const res = await pending;
-    expect(res.status).toBe(201);
+    await until(() => settled);
+    expect((await pending).status).toBe(201);
     expect(contract.attempts(intent.key)).toBe(2);
     expect(contract.effects(intent.key)).toBe(1);
-    expect(api.stats.conflicts).toBe(1);
   });
 
   it('409 forever: InProgressError within the budget, intent unknown, key kept', async () => {
@@ -124,12 +132,14 @@ describe('one key per intent, on every attempt', () => {
   it('a per-attempt timeout is retried with the same key', async () => {
     contract.inject({ fault: 'hang' });
     const events: OncelyEvent[] = [];
-    const api = client({ retry: { timeout: 50, baseDelay: 1 }, onEvent: (e) => events.push(e) });
+    const api = client({ retry: { timeout: 300, baseDelay: 1 }, onEvent: (e) => events.push(e) });
     const intent = await api.intent('checkout:9');
     const res = await intent.post('payments', { json: body });
-    expect(res).toMatchObject({ status: 201, attempts: 2, replayed: false });
+    expect(res.status).toBe(201);
+    // A loaded machine may time out the second attempt too; never a second effect.
+    expect(res.attempts).toBeGreaterThanOrEqual(2);
     expect(events.find((e) => e.type === 'retry')).toMatchObject({ reason: 'timeout' });
-    expect(contract.attempts(intent.key)).toBe(2);
+    expect(contract.attempts(intent.key)).toBe(res.attempts);
     expect(contract.effects(intent.key)).toBe(1);
   });
 
