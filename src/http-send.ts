@@ -98,7 +98,11 @@ export async function sendWithKy(
         last = undefined;
         const request = input instanceof Request ? input : new Request(input, init);
         hooks.onAttempt(budget.attempts, request);
-        return fetchImpl(input, init);
+        // A network-error Response (`Response.error()`, status 0) is no answer: reject as fetch itself would.
+        return fetchImpl(input, init).then((response) => {
+          if (response.type === 'error') throw new TypeError('fetch failed: network error response');
+          return response;
+        });
       },
       hooks: {
         afterResponse: [

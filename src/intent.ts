@@ -279,6 +279,15 @@ export class Intent {
     return this.record;
   }
 
+  /**
+   * Waits until no client sharing the coordinator (another tab, another process, a call
+   * of this client) is sending this intent, then re-reads the stored record. An
+   * `in_flight` record read this way was left by a send that died (reload, crash).
+   */
+  sync(signal?: AbortSignal): Promise<IntentRecord> {
+    return this.ctx.coordinator.exclusive(this.scope, this.name, () => this.refresh(), signal);
+  }
+
   #id(): string {
     return JSON.stringify([this.scope, this.name]);
   }
@@ -337,6 +346,7 @@ export class Intent {
           const record = await this.#claimForSend(fp);
           const previous = record.state;
           await this.#write((r) => toInFlight(r, fp, this.ctx.now()));
+          if (this.#record.fingerprint !== fp) throw this.#mismatch();
           try {
             return await send(this.#record);
           } catch (error) {

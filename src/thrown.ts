@@ -1,4 +1,4 @@
-import type { Outcome, Profile } from './profiles.js';
+import { isReplayed, type Outcome, type Profile } from './profiles.js';
 
 /** What `intent.run()` learned from an error your transport threw. */
 export interface ThrownOutcome {
@@ -46,11 +46,11 @@ export function classifyThrown(error: unknown, profile: Profile, custom?: RunCla
   if (chosen) return { outcome: chosen, ...(status ? { status } : {}), ...(headers ? { headers } : {}) };
   if (status !== undefined) {
     const body = e.raw ?? e.body ?? e.data ?? e.response?.data;
-    return {
-      outcome: profile.classify({ status, headers: headers ?? new Headers(), body }),
-      status,
-      ...(headers ? { headers } : {}),
-    };
+    let outcome = profile.classify({ status, headers: headers ?? new Headers(), body });
+    // A replayed error is the server's stored answer, as in http-send's classify(): not retried.
+    if (headers && isReplayed(headers, profile.replayHeaders) && (outcome === 'retryable' || outcome === 'in_progress'))
+      outcome = 'failed';
+    return { outcome, status, ...(headers ? { headers } : {}) };
   }
   const name = typeof e.name === 'string' ? e.name : '';
   const code = typeof e.code === 'string' ? e.code : '';

@@ -1,0 +1,333 @@
+/**
+ * The framework-free core of `oncely/react`: one observer holds the mutation state of one
+ * intent outside any UI framework — claim on subscribe, single flight, resume after a
+ * reload, other tabs' progress — as a reducer over actions, like TanStack Query's
+ * `mutation.ts`. A binding only subscribes and renders `getState()`.
+ */
+import type { Client } from './client.js';
+import { OncelyError, OutcomeUnknownError } from './errors.js';
+import type { Intent, IntentResponse, RunContext } from './intent.js';
+import type { IntentRecord, IntentState } from './store.js';
+
+/**
+ * `idle`: nothing sent yet. `pending`: a request is on its way (here or in another tab).
+ * `retrying`: the core is retrying it. `success` / `error`: settled. `unknown`: sent, but
+ * the outcome is not known (budget exhausted, or found after a reload with
+ * `resume: 'manual'`); `mutate()` resumes it with the same key.
+ */
+export type MutationStatus = 'idle' | 'pending' | 'retrying' | 'success' | 'error' | 'unknown';
+
+export interface MutationState<T> {
+  status: MutationStatus;
+  /**
+   * The response body of this observer's last successful call. `undefined` when the
+   * success was read from the store (after a reload, or from another tab): oncely never
+   * stores bodies. Call `mutate()` again to fetch it as a replay.
+   */
+  data: T | undefined;
+  /**
+   * What the last call threw (`KeyReusedError`, `OutcomeUnknownError`, `HttpError`…).
+   * `undefined` for a failure read from the store; `record.status` has its HTTP status.
+   */
+  error: unknown;
+  /** The idempotency key, as soon as the intent is claimed (a few ms after mount). */
+  key: string | undefined;
+  /** The server answered from its stored result. `undefined` until known (and for `mutationFn`). */
+  replayed: boolean | undefined;
+  /** Attempts of the current or last call; for an outcome read from the store, its stored count. */
+  attempts: number;
+  /** The stored record as last seen: state, attempts, timestamps, last HTTP status. No bodies. */
+  record: IntentRecord | undefined;
+}
+
+interface BaseOptions<T, V> {
+  /**
+   * The oncely client whose store and coordinator hold the intent. Keep it stable (module
+   * level or context): a new client is a new observer, as a new intent name is.
+   */
+  client: Client;
+  /**
+   * The intent name: one name per user operation, e.g. `checkout:${cartId}`. Claimed on
+   * mount, so the key is durable before the first click.
+   * @example `checkout:${cart.id}`
+   */
+  intent: string;
+  /** Called when a call of this hook succeeds (auto-resume included). Not for outcomes read from the store. */
+  onSuccess?: (data: T, variables: V | undefined) => void;
+  /** Called when a call of this hook fails or ends with an unknown outcome. */
+  onError?: (error: unknown, variables: V | undefined) => void;
+  /**
+   * What to do with an intent found `in_flight` (its sender died) or `unknown` on mount.
+   * `'auto'` sends it again with the same key, calling `request(intent, undefined)`: the
+   * request must be derivable from component state, since oncely stores no bodies.
+   * `'manual'` shows status `'unknown'` and waits for `mutate()`.
+   * @default 'auto'
+   */
+  resume?: 'auto' | 'manual';
+  /**
+   * Abort the call in flight when the component unmounts (hiding under `<Activity>`
+   * counts too). The intent then stays `unknown` if an attempt was sent.
+   * @default false
+   */
+  abortOnUnmount?: boolean;
+}
+
+/** Sends the request through an `Intent` (its key on every attempt). */
+export interface RequestMutationOptions<T, V> extends BaseOptions<T, V> {
+  /**
+   * @example request: (intent, _vars, { signal }) => intent.post('payments', { json: cart, schema: Payment, signal })
+   */
+  request: (intent: Intent, variables: V | undefined, context: { signal: AbortSignal }) => Promise<IntentResponse<T>>;
+  mutationFn?: never;
+}
+
+/** Runs any transport through `intent.run`: send `key` as the idempotency key yourself. */
+export interface MutationFnOptions<T, V> extends BaseOptions<T, V> {
+  /** @example mutationFn: ({ key }) => stripe.paymentIntents.create(params, { idempotencyKey: key }) */
+  mutationFn: (context: RunContext, variables: V | undefined) => Promise<T>;
+  request?: never;
+}
+
+export type IdempotentMutationOptions<T, V = void> = RequestMutationOptions<T, V> | MutationFnOptions<T, V>;
+
+type Action<T> =
+  | { type: 'stored'; record: IntentRecord; status?: MutationStatus }
+  | { type: 'pending' }
+  | { type: 'attempt'; attempt: number; retry: boolean }
+  | { type: 'success'; data: T; replayed: boolean | undefined; attempts: number; record: IntentRecord }
+  | { type: 'error'; error: unknown; status: MutationStatus; attempts: number; record: IntentRecord | undefined }
+  | { type: 'reset' };
+
+const IDLE: MutationState<never> = {
+  status: 'idle',
+  data: undefined,
+  error: undefined,
+  key: undefined,
+  replayed: undefined,
+  attempts: 0,
+  record: undefined,
+};
+
+const STATUS_OF: Record<IntentState, MutationStatus> = {
+  ready: 'idle',
+  in_flight: 'pending',
+  succeeded: 'success',
+  failed: 'error',
+  unknown: 'unknown',
+};
+
+/** The state machine: pure, one action at a time. */
+export function reduceMutation<T>(state: MutationState<T>, action: Action<T>): MutationState<T> {
+  switch (action.type) {
+    case 'stored': {
+      const { record, status } = action;
+      const same = record.key === state.key && (status === undefined || status === state.status);
+      if (same && record === state.record) return state;
+      if (same) return { ...state, record };
+      if (status === undefined) return { ...IDLE, status: state.status, key: record.key, record };
+      return { ...IDLE, status, key: record.key, attempts: record.attempts, record };
+    }
+    case 'pending':
+      return { ...IDLE, status: 'pending', key: state.key, record: state.record };
+    case 'attempt':
+      if (state.status !== 'pending' && state.status !== 'retrying') return state;
+      return { ...state, status: action.retry ? 'retrying' : state.status, attempts: action.attempt };
+    case 'success': {
+      const { data, replayed, attempts, record } = action;
+      return { ...IDLE, status: 'success', data, replayed, attempts, key: record.key, record };
+    }
+    case 'error': {
+      const { error, status, attempts } = action;
+      const record = action.record ?? state.record;
+      return { ...IDLE, status, error, attempts, key: record?.key ?? state.key, record };
+    }
+    case 'reset':
+      return IDLE;
+  }
+}
+
+const noop = () => {};
+
+/** Holds one intent's mutation state; subscribe to it from any UI framework. */
+export class IdempotentMutationObserver<T = unknown, V = void> {
+  #options: IdempotentMutationOptions<T, V>;
+  #state: MutationState<T> = IDLE;
+  readonly #listeners = new Set<() => void>();
+  #claim: Promise<Intent> | undefined;
+  #current: Promise<T> | undefined;
+  #controller: AbortController | undefined;
+  #watching = false;
+  #resumeOnLoad = true;
+  #offs: (() => void)[] = [];
+
+  constructor(options: IdempotentMutationOptions<T, V>) {
+    this.#options = options;
+  }
+
+  /** Takes new callbacks and request function; `client` and `intent` are fixed per observer. */
+  setOptions(options: IdempotentMutationOptions<T, V>): void {
+    this.#options = options;
+  }
+
+  getState = (): MutationState<T> => this.#state;
+
+  /** The first subscriber claims the intent and re-reads its record; each later first one re-reads it. */
+  subscribe = (listener: () => void): (() => void) => {
+    this.#listeners.add(listener);
+    if (this.#listeners.size === 1) this.#connect();
+    return () => {
+      this.#listeners.delete(listener);
+      if (this.#listeners.size === 0) this.#disconnect();
+    };
+  };
+
+  /** Sends (or joins the call already in flight). Errors go to the state and `onError`. */
+  mutate = (variables?: V): void => {
+    this.mutateAsync(variables).catch(noop);
+  };
+
+  /** Sends, or returns the promise of the call already in flight: one request per double click. */
+  mutateAsync = (variables?: V): Promise<T> => {
+    if (!this.#current) {
+      const call: Promise<T> = this.#send(variables).finally(() => {
+        if (this.#current === call) this.#current = undefined;
+      });
+      this.#current = call;
+    }
+    return this.#current;
+  };
+
+  /** Forgets the intent (`intent.reset()`) and claims a new key for a new operation. */
+  reset = async (): Promise<void> => {
+    await (await this.#intent()).reset();
+    this.#claim = undefined;
+    this.#dispatch({ type: 'reset' });
+    const intent = await this.#intent();
+    this.#dispatch({ type: 'stored', record: intent.record, status: 'idle' });
+  };
+
+  #dispatch(action: Action<T>): void {
+    const next = reduceMutation(this.#state, action);
+    if (next === this.#state) return;
+    this.#state = next;
+    for (const listener of this.#listeners) listener();
+  }
+
+  #intent(): Promise<Intent> {
+    if (!this.#claim) {
+      const claim = this.#options.client.intent(this.#options.intent).then((intent) => {
+        this.#dispatch({ type: 'stored', record: intent.record });
+        return intent;
+      });
+      claim.catch(() => {
+        if (this.#claim === claim) this.#claim = undefined;
+      });
+      this.#claim = claim;
+    }
+    return this.#claim;
+  }
+
+  #connect(): void {
+    const { client, intent: name } = this.#options;
+    const mine = (event: { scope: string; intent: string }) => event.scope === client.scope && event.intent === name;
+    this.#offs = [
+      client.on('state', ({ record }) => {
+        if (record.scope === client.scope && record.name === name) this.#onRecord(record);
+      }),
+      client.on('attempt', (e) => mine(e) && this.#dispatch({ type: 'attempt', attempt: e.attempt, retry: false })),
+      client.on('retry', (e) => mine(e) && this.#dispatch({ type: 'attempt', attempt: e.attempt, retry: true })),
+    ];
+    void this.#load();
+  }
+
+  #disconnect(): void {
+    for (const off of this.#offs.splice(0)) off();
+    const controller = this.#controller;
+    if (!this.#options.abortOnUnmount || !controller) return;
+    // Deferred so that StrictMode's immediate resubscribe does not abort.
+    setTimeout(() => {
+      if (this.#listeners.size === 0) controller.abort(new DOMException('The component unmounted.', 'AbortError'));
+    }, 0);
+  }
+
+  /** On (re)subscribe: read the stored record and act on it; resume at most once per observer. */
+  async #load(): Promise<void> {
+    let record: IntentRecord;
+    try {
+      record = await (await this.#intent()).refresh();
+    } catch (error) {
+      if (!this.#current) this.#dispatch({ type: 'error', error, status: 'error', attempts: 0, record: undefined });
+      return;
+    }
+    if (this.#listeners.size === 0) return;
+    const resume = this.#resumeOnLoad;
+    this.#resumeOnLoad = false;
+    if (resume && record.state === 'unknown' && !this.#current) this.#resume(record);
+    else this.#onRecord(record, resume);
+  }
+
+  /** A stored state change (claim, refresh, this client's or another tab's write). */
+  #onRecord(record: IntentRecord, resumeUnknown = false): void {
+    if (this.#current) this.#dispatch({ type: 'stored', record });
+    else {
+      this.#dispatch({ type: 'stored', record, status: STATUS_OF[record.state] });
+      if (record.state === 'in_flight') void this.#watch(resumeUnknown);
+    }
+  }
+
+  /** Someone is sending: wait for their lock, then show their outcome, or resume if they died. */
+  async #watch(resumeUnknown: boolean): Promise<void> {
+    if (this.#watching) return;
+    this.#watching = true;
+    try {
+      const record = await (await this.#intent()).sync();
+      if (this.#current || this.#listeners.size === 0) return;
+      if (record.state === 'in_flight' || (resumeUnknown && record.state === 'unknown')) this.#resume(record);
+      else this.#dispatch({ type: 'stored', record, status: STATUS_OF[record.state] });
+    } catch (error) {
+      if (!this.#current) this.#dispatch({ type: 'error', error, status: 'error', attempts: 0, record: undefined });
+    } finally {
+      this.#watching = false;
+    }
+  }
+
+  #resume(record: IntentRecord): void {
+    if (this.#options.resume === 'manual') this.#dispatch({ type: 'stored', record, status: 'unknown' });
+    else this.mutate(undefined);
+  }
+
+  async #send(variables: V | undefined): Promise<T> {
+    const controller = new AbortController();
+    this.#controller = controller;
+    this.#dispatch({ type: 'pending' });
+    let intent: Intent | undefined;
+    let data: T;
+    try {
+      intent = await this.#intent();
+      const { request, mutationFn } = this.#options;
+      const { signal } = controller;
+      let replayed: boolean | undefined;
+      let attempts = 0;
+      if (request) ({ data, replayed, attempts } = await request(intent, variables, { signal }));
+      else {
+        data = await intent.run((ctx) => mutationFn(ctx, variables), { signal });
+        attempts = this.#state.attempts;
+      }
+      this.#dispatch({ type: 'success', data, replayed, attempts, record: intent.record });
+    } catch (error) {
+      const record = intent?.record;
+      let status: MutationStatus = error instanceof OutcomeUnknownError ? 'unknown' : 'error';
+      if (controller.signal.aborted && record)
+        status = record.state === 'in_flight' ? 'unknown' : STATUS_OF[record.state];
+      const attempts = error instanceof OncelyError ? error.attempts : this.#state.attempts;
+      this.#dispatch({ type: 'error', error, status, attempts, record });
+      // State first, then the callback: a throwing callback cannot change the state.
+      this.#options.onError?.(error, variables);
+      throw error;
+    } finally {
+      if (this.#controller === controller) this.#controller = undefined;
+    }
+    this.#options.onSuccess?.(data, variables);
+    return data;
+  }
+}

@@ -1,0 +1,19 @@
+/**
+ * `oncely/react`: {@link useIdempotentMutation}, a thin binding over the framework-free
+ * {@link IdempotentMutationObserver}. React is an optional peer dependency; only this
+ * entry imports it.
+ */
+export {
+  IdempotentMutationObserver,
+  type IdempotentMutationOptions,
+  type MutationFnOptions,
+  type MutationState,
+  type MutationStatus,
+  type RequestMutationOptions,
+  reduceMutation,
+} from '../mutation-observer.js';
+export {
+  type UseIdempotentMutationOptions,
+  type UseIdempotentMutationResult,
+  useIdempotentMutation,
+} from './use-idempotent-mutation.js';

@@ -1,0 +1,289 @@
+// @vitest-environment happy-dom
+import { act, cleanup, render, renderHook, waitFor } from '@testing-library/react';
+import { setupServer } from 'msw/node';
+import { Activity, StrictMode } from 'react';
+import { afterAll, afterEach, beforeAll, describe, expect, expectTypeOf, it, vi } from 'vitest';
+import * as z from 'zod/mini';
+import {
+  type Client,
+  type ClientOptions,
+  createClient,
+  type Intent,
+  KeyReusedError,
+  MemoryStore,
+  OutcomeUnknownError,
+  type Store,
+} from '../src/index.js';
+import { createContractServer, mswHandlers } from '../src/mock/index.js';
+import { IdempotentMutationObserver } from '../src/mutation-observer.js';
+import { type UseIdempotentMutationResult, useIdempotentMutation } from '../src/react/index.js';
+
+const contract = createContractServer();
+const server = setupServer(...mswHandlers(contract, { baseUrl: 'https://api.test' }));
+beforeAll(() => server.listen({ onUnhandledFrame: 'error' }));
+afterEach(() => {
+  cleanup();
+  contract.reset();
+});
+afterAll(() => server.close());
+
+/**
+ * happy-dom's `Response.clone()` empties bodies read from a socket (capricorn86/happy-dom#2353)
+ * and ky clones every response: hand ky an in-memory copy.
+ */
+const buffered: typeof fetch = async (input, init) => {
+  const res = await fetch(input, init);
+  const body = [101, 204, 205, 304].includes(res.status) ? null : await res.arrayBuffer();
+  return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
+};
+
+const makeClient = (store: Store, options: Partial<ClientOptions> = {}) =>
+  createClient({ baseUrl: 'https://api.test/', store, fetch: buffered, retry: { baseDelay: 1 }, ...options });
+
+const cart = { amount: 4200, currency: 'EUR' };
+const pay = (intent: Intent) => intent.post('payments', { json: cart });
+const NAME = 'checkout:cart_1';
+
+/** A fetch whose responses wait for `release()` (the server has already answered). */
+function gatedFetch() {
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const fetch: typeof globalThis.fetch = async (input, init) => {
+    const res = await buffered(input, init);
+    await gate;
+    return res;
+  };
+  return { fetch, release };
+}
+
+function Checkout(props: { client: Client; onRender: (m: UseIdempotentMutationResult<unknown>) => void }) {
+  props.onRender(useIdempotentMutation({ client: props.client, intent: NAME, request: pay }));
+  return null;
+}
+
+describe('useIdempotentMutation', () => {
+  it('claims the key on mount, durable before any click', async () => {
+    const store = new MemoryStore();
+    const client = makeClient(store);
+    const { result } = renderHook(() => useIdempotentMutation({ client, intent: NAME, request: pay }));
+    expect(result.current.status).toBe('idle');
+    await waitFor(() => expect(result.current.key).toBeDefined());
+    expect(await store.get('default', NAME)).toMatchObject({ key: result.current.key, state: 'ready' });
+    expect(result.current.status).toBe('idle');
+    expect(contract.requests).toHaveLength(0);
+  });
+
+  it('double click: one request, the same promise and result for every click', async () => {
+    const client = makeClient(new MemoryStore());
+    const { result } = renderHook(() => useIdempotentMutation({ client, intent: NAME, request: pay }));
+    // Clicks before the claim has even resolved still make one call.
+    let first!: Promise<unknown>;
+    let second!: Promise<unknown>;
+    act(() => {
+      first = result.current.mutateAsync();
+      second = result.current.mutateAsync();
+      result.current.mutate();
+    });
+    expect(second).toBe(first);
+    const [a, b] = await Promise.all([first, second]);
+    expect(b).toBe(a);
+    await waitFor(() => expect(result.current.status).toBe('success'));
+    const key = result.current.key!;
+    expect(contract.attempts(key)).toBe(1);
+    expect(contract.effects(key)).toBe(1);
+    expect(result.current).toMatchObject({
+      data: { ...cart, id: 'id_1' },
+      replayed: false,
+      attempts: 1,
+      error: undefined,
+    });
+  });
+
+  it('StrictMode double mount: one claim, and the mutation does not freeze', async () => {
+    const store = new MemoryStore();
+    const claim = vi.spyOn(store, 'claim');
+    const client = makeClient(store);
+    const { result } = renderHook(() => useIdempotentMutation({ client, intent: NAME, request: pay }), {
+      wrapper: StrictMode,
+    });
+    await waitFor(() => expect(result.current.key).toBeDefined());
+    expect(claim).toHaveBeenCalledTimes(1);
+    expect(await store.list('default')).toHaveLength(1);
+    await act(() => result.current.mutateAsync());
+    expect(result.current.status).toBe('success');
+    expect(contract.attempts(result.current.key!)).toBe(1);
+  });
+
+  it('hidden and shown again (<Activity>) while pending: ends in success, not stuck', async () => {
+    const gated = gatedFetch();
+    const client = makeClient(new MemoryStore(), { fetch: gated.fetch });
+    let latest!: UseIdempotentMutationResult<unknown>;
+    const ui = (mode: 'visible' | 'hidden') => (
+      <Activity mode={mode}>
+        <Checkout client={client} onRender={(m) => (latest = m)} />
+      </Activity>
+    );
+    const { rerender } = render(ui('visible'));
+    await waitFor(() => expect(latest.key).toBeDefined());
+    let call!: Promise<unknown>;
+    act(() => {
+      call = latest.mutateAsync();
+    });
+    await waitFor(() => expect(contract.effects(latest.key!)).toBe(1));
+    expect(latest.status).toBe('pending');
+    rerender(ui('hidden'));
+    gated.release();
+    await call;
+    rerender(ui('visible'));
+    await waitFor(() => expect(latest.status).toBe('success'));
+    expect(latest.data).toEqual({ ...cart, id: 'id_1' });
+  });
+
+  it('reset() forgets the intent and claims a new key for a new operation', async () => {
+    const store = new MemoryStore();
+    const client = makeClient(store);
+    const { result } = renderHook(() => useIdempotentMutation({ client, intent: NAME, request: pay }));
+    await act(() => result.current.mutateAsync());
+    const old = result.current.key!;
+    await act(() => result.current.reset());
+    expect(result.current).toMatchObject({ status: 'idle', data: undefined, replayed: undefined });
+    expect(result.current.key).toBeDefined();
+    expect(result.current.key).not.toBe(old);
+    expect(await store.get('default', NAME)).toMatchObject({ key: result.current.key, state: 'ready' });
+    await act(() => result.current.mutateAsync());
+    expect(result.current).toMatchObject({ status: 'success', replayed: false });
+    expect(contract.effects(result.current.key!)).toBe(1);
+  });
+
+  it('422 (key reused with another body) → status error with KeyReusedError', async () => {
+    const key = 'key-reused-1';
+    // Another device already used this key for a different payment.
+    const other = await makeClient(new MemoryStore()).intent('elsewhere', { key });
+    await other.post('payments', { json: { amount: 1 } });
+    const store = new MemoryStore();
+    const client = makeClient(store);
+    await client.intent(NAME, { key });
+    const { result } = renderHook(() => useIdempotentMutation({ client, intent: NAME, request: pay }));
+    await act(() => result.current.mutateAsync().catch(() => undefined));
+    expect(result.current.status).toBe('error');
+    expect(result.current.error).toBeInstanceOf(KeyReusedError);
+    expect((result.current.error as KeyReusedError).status).toBe(422);
+    expect(result.current).toMatchObject({ key, record: { state: 'failed' } });
+  });
+
+  it('shows retrying while the core retries, then success', async () => {
+    contract.inject({ fault: 'fail-before-commit', status: 503, match: { method: 'POST' } });
+    const client = makeClient(new MemoryStore(), { retry: { baseDelay: 300 }, random: () => 0.99 });
+    const onSuccess = vi.fn();
+    const statuses: string[] = [];
+    const { result } = renderHook(() => {
+      const m = useIdempotentMutation({ client, intent: NAME, request: pay, onSuccess });
+      if (statuses.at(-1) !== m.status) statuses.push(m.status);
+      return m;
+    });
+    act(() => result.current.mutate());
+    await waitFor(() => expect(result.current.status).toBe('success'));
+    expect(statuses).toEqual(['idle', 'pending', 'retrying', 'success']);
+    expect(result.current.attempts).toBe(2);
+    expect(onSuccess).toHaveBeenCalledWith({ ...cart, id: 'id_1' }, undefined);
+  });
+
+  it('budget exhausted → status unknown with OutcomeUnknownError; mutate() resumes with the same key', async () => {
+    contract.inject({ fault: 'fail-before-commit', status: 503, times: 2, match: { method: 'POST' } });
+    const onError = vi.fn();
+    const client = makeClient(new MemoryStore(), { retry: { maxAttempts: 2, baseDelay: 1 } });
+    const { result } = renderHook(() => useIdempotentMutation({ client, intent: NAME, request: pay, onError }));
+    await act(() => result.current.mutateAsync().catch(() => undefined));
+    expect(result.current.status).toBe('unknown');
+    expect(result.current.error).toBeInstanceOf(OutcomeUnknownError);
+    expect(onError).toHaveBeenCalledTimes(1);
+    const key = result.current.key!;
+    await act(() => result.current.mutateAsync());
+    expect(result.current).toMatchObject({ status: 'success', key, error: undefined });
+    expect(contract.attempts(key)).toBe(3);
+    expect(contract.effects(key)).toBe(1);
+  });
+
+  it('mutationFn runs any transport under the intent key', async () => {
+    const client = makeClient(new MemoryStore());
+    const { result } = renderHook(() =>
+      useIdempotentMutation({
+        client,
+        intent: NAME,
+        mutationFn: async ({ key, attempt }, amount: number | undefined) => ({ key, attempt, amount }),
+      }),
+    );
+    await waitFor(() => expect(result.current.key).toBeDefined());
+    await act(() => result.current.mutateAsync(7));
+    expect(result.current).toMatchObject({
+      status: 'success',
+      data: { key: result.current.key, attempt: 1, amount: 7 },
+    });
+  });
+
+  it('abortOnUnmount: unmounting aborts the call; the intent stays unknown with its key', async () => {
+    const store = new MemoryStore();
+    const hang: typeof fetch = (input) =>
+      new Promise((_, reject) => {
+        const { signal } = input as Request;
+        signal.addEventListener('abort', () => reject(signal.reason));
+      });
+    const client = makeClient(store, { fetch: hang });
+    const { result, unmount } = renderHook(() =>
+      useIdempotentMutation({
+        client,
+        intent: NAME,
+        // The signal must reach the request for abortOnUnmount to cancel it.
+        request: (intent, _vars, { signal }) => intent.post('payments', { json: cart, signal }),
+        abortOnUnmount: true,
+      }),
+    );
+    await waitFor(() => expect(result.current.key).toBeDefined());
+    act(() => result.current.mutate());
+    await waitFor(async () => expect((await store.get('default', NAME))?.state).toBe('in_flight'));
+    unmount();
+    await waitFor(async () => expect((await store.get('default', NAME))?.state).toBe('unknown'));
+  });
+});
+
+describe('IdempotentMutationObserver (no framework)', () => {
+  it('keeps its state while nobody listens and re-reads it on subscribe', async () => {
+    const gated = gatedFetch();
+    const observer = new IdempotentMutationObserver({
+      client: makeClient(new MemoryStore(), { fetch: gated.fetch }),
+      intent: NAME,
+      request: pay,
+    });
+    const unsubscribe = observer.subscribe(() => {});
+    const call = observer.mutateAsync();
+    expect(observer.getState().status).toBe('pending');
+    unsubscribe();
+    gated.release();
+    await call;
+    const listener = vi.fn();
+    observer.subscribe(listener);
+    expect(observer.getState()).toMatchObject({ status: 'success', data: { ...cart, id: 'id_1' } });
+  });
+});
+
+describe('types', () => {
+  it('infers data from the schema and variables from the function', () => {
+    const Payment = z.object({ id: z.string(), amount: z.number() });
+    const client = makeClient(new MemoryStore());
+    const { result } = renderHook(() =>
+      useIdempotentMutation({
+        client,
+        intent: NAME,
+        request: (intent, amount: number | undefined) =>
+          intent.post('payments', { json: { ...cart, amount: amount ?? cart.amount }, schema: Payment }),
+      }),
+    );
+    expectTypeOf(result.current.data).toEqualTypeOf<{ id: string; amount: number } | undefined>();
+    expectTypeOf(result.current.mutateAsync).parameter(0).toEqualTypeOf<number | undefined>();
+    expectTypeOf(result.current.status).toEqualTypeOf<
+      'idle' | 'pending' | 'retrying' | 'success' | 'error' | 'unknown'
+    >();
+  });
+});
