@@ -1,0 +1,28 @@
+/** What the page reads from its URL: `?api=http://127.0.0.1:4010&cart=cart_1&account=acct_demo&maxAttempts=8`. */
+export interface PageConfig {
+  /** The payments API origin (another origin than the page's: CORS is for real). */
+  api: string;
+  cartId: string;
+  account: string;
+  maxAttempts: number;
+}
+
+declare global {
+  interface Window {
+    /** Set by a server that injects the API URL instead of passing `?api=`. */
+    __ONCELY_API__?: string;
+  }
+}
+
+export function readConfig(location: Location = window.location): PageConfig {
+  const params = new URLSearchParams(location.search);
+  const api = params.get('api') ?? window.__ONCELY_API__;
+  if (!api) throw new Error('Open this page with ?api=<payments API URL>, e.g. ?api=http://127.0.0.1:4010');
+  const maxAttempts = Number(params.get('maxAttempts') ?? '8');
+  return {
+    api: api.replace(/\/+$/, ''),
+    cartId: params.get('cart') ?? 'cart_1',
+    account: params.get('account') ?? 'acct_demo',
+    maxAttempts: Number.isInteger(maxAttempts) && maxAttempts > 0 ? maxAttempts : 8,
+  };
+}

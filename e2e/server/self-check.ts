@@ -1,0 +1,192 @@
+/**
+ * A quick node-level check of the contract server, without a browser:
+ *   npx node e2e/server/self-check.ts
+ * (node:test runs the tests below when the file is executed.)
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, beforeEach, describe, test } from 'node:test';
+import { type ApiServer, startApiServer } from './api-server.ts';
+import { PaymentsDb } from './db.ts';
+
+let api: ApiServer;
+before(async () => {
+  api = await startApiServer();
+});
+after(() => api.close());
+beforeEach(() => control({ reset: true }));
+
+const body = { amount: 42, currency: 'EUR', cart: { id: 'cart_1', items: [{ sku: 'tea', qty: 2 }] } };
+
+function pay(key: string | undefined, json: unknown = body, headers: Record<string, string> = {}) {
+  return fetch(`${api.url}/payments`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      ...(key === undefined ? {} : { 'idempotency-key': key }),
+      ...headers,
+    },
+    body: JSON.stringify(json),
+  });
+}
+
+async function control(request: Record<string, unknown>) {
+  const res = await fetch(`${api.url}/__control`, { method: 'POST', body: JSON.stringify(request) });
+  assert.equal(res.status, 200, await res.clone().text());
+  return res.json();
+}
+
+async function ledgerCount(): Promise<number> {
+  const res = await fetch(`${api.url}/ledger`);
+  return ((await res.json()) as { count: number }).count;
+}
+
+async function waitUntil(check: () => boolean | Promise<boolean>, ms = 2000) {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error('timed out');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+describe('contract', () => {
+  test('creates once, replays after', async () => {
+    const first = await pay('"k-1"');
+    assert.equal(first.status, 201);
+    assert.equal(first.headers.get('idempotent-replayed'), null);
+    const created = (await first.json()) as Record<string, unknown>;
+    assert.deepEqual(
+      { ...created, id: undefined },
+      { id: undefined, amount: 42, currency: 'EUR', status: 'succeeded' },
+    );
+    const again = await pay('"k-1"', { cart: body.cart, currency: 'EUR', amount: 42 }); // same body, other key order
+    assert.equal(again.status, 201);
+    assert.equal(again.headers.get('idempotent-replayed'), 'true');
+    assert.deepEqual(await again.json(), created);
+    const bare = await pay('k-1');
+    assert.equal(bare.headers.get('idempotent-replayed'), 'true');
+    assert.equal(await ledgerCount(), 1);
+  });
+
+  test('400 on a missing or malformed key, 422 on another body', async () => {
+    const missing = await pay(undefined);
+    assert.equal(missing.status, 400);
+    assert.match(missing.headers.get('content-type') ?? '', /^application\/problem\+json/);
+    assert.equal(((await missing.json()) as { status: number }).status, 400);
+    assert.equal((await pay('"unterminated')).status, 400);
+    assert.equal((await pay(`"${'x'.repeat(300)}"`)).status, 400); // longer than 255
+    assert.equal((await pay('"k-2"')).status, 201);
+    const reused = await pay('"k-2"', { ...body, amount: 43 });
+    assert.equal(reused.status, 422);
+    assert.equal(await ledgerCount(), 1);
+  });
+
+  test('keys are scoped per account', async () => {
+    assert.equal((await pay('"shared"', body, { 'x-account': 'a' })).status, 201);
+    const other = await pay('"shared"', { ...body, amount: 7 }, { 'x-account': 'b' });
+    assert.equal(other.status, 201);
+    assert.equal(other.headers.get('idempotent-replayed'), null);
+    assert.equal(await ledgerCount(), 2);
+  });
+
+  test('409 + Retry-After while in progress; mismatch wins over in progress', async () => {
+    await control({ hold: true });
+    const first = pay('"k-3"');
+    await waitUntil(() => api.faults.snapshot().held === 1);
+    const repeat = await pay('"k-3"');
+    assert.equal(repeat.status, 409);
+    assert.equal(repeat.headers.get('retry-after'), '1');
+    assert.equal((await pay('"k-3"', { ...body, amount: 1 })).status, 422);
+    assert.equal(await ledgerCount(), 0);
+    await control({ release: true });
+    assert.equal((await first).status, 201);
+    assert.equal(await ledgerCount(), 1);
+  });
+
+  test('concurrent requests with one key: one charge', async () => {
+    const answers = await Promise.all(Array.from({ length: 20 }, () => pay('"race"')));
+    const statuses = answers.map((res) => res.status);
+    assert.ok(
+      statuses.every((status) => status === 201 || status === 409),
+      statuses.join(),
+    );
+    assert.equal(await ledgerCount(), 1);
+    const created = api.requests.filter((entry) => entry.outcome === 'created');
+    assert.equal(created.length, 1);
+  });
+
+  test('drop after commit: the effect happened, the retry is a replay', async () => {
+    await control({ drop: 1 });
+    await assert.rejects(pay('"k-4"'));
+    assert.equal(await ledgerCount(), 1);
+    const retry = await pay('"k-4"');
+    assert.equal(retry.status, 201);
+    assert.equal(retry.headers.get('idempotent-replayed'), 'true');
+    assert.equal(await ledgerCount(), 1);
+  });
+
+  test('fail before commit rolls the charge back and frees the key', async () => {
+    await control({ failBeforeCommit: 1 });
+    assert.equal((await pay('"k-5"')).status, 503);
+    assert.equal(await ledgerCount(), 0);
+    assert.equal(api.db.getKey('public', 'k-5'), undefined);
+    const retry = await pay('"k-5"');
+    assert.equal(retry.status, 201);
+    assert.equal(retry.headers.get('idempotent-replayed'), null);
+    assert.equal(await ledgerCount(), 1);
+  });
+
+  test('conflictFor answers 409 for that long, then the request runs', async () => {
+    await control({ conflictFor: 300 });
+    const first = await pay('"k-6"');
+    assert.equal(first.status, 409);
+    assert.equal(first.headers.get('retry-after'), '1');
+    await new Promise((resolve) => setTimeout(resolve, 320));
+    assert.equal((await pay('"k-6"')).status, 201);
+  });
+
+  test('CORS: preflight allows the key header and responses expose the replay headers', async () => {
+    const origin = 'http://127.0.0.1:1';
+    const preflight = await fetch(`${api.url}/payments`, {
+      method: 'OPTIONS',
+      headers: {
+        origin,
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'content-type,idempotency-key',
+      },
+    });
+    assert.equal(preflight.status, 204);
+    assert.equal(preflight.headers.get('access-control-allow-origin'), origin);
+    assert.match(preflight.headers.get('access-control-allow-headers') ?? '', /Idempotency-Key/);
+    const res = await pay('"k-7"', body, { origin });
+    assert.match(res.headers.get('access-control-expose-headers') ?? '', /Retry-After, Idempotent-Replayed/);
+  });
+
+  test('reset aborts held requests without a charge', async () => {
+    await control({ hold: true });
+    const held = pay('"k-8"');
+    await waitUntil(() => api.faults.snapshot().held === 1);
+    await control({ reset: true });
+    assert.equal((await held).status, 503);
+    assert.equal(await ledgerCount(), 0);
+    assert.equal((await pay('"k-8"')).status, 201);
+  });
+});
+
+test('a restart frees claims orphaned by a crash between claim and commit', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'oncely-selfcheck-'));
+  try {
+    const path = join(dir, 'payments.sqlite');
+    const crashed = new PaymentsDb(path);
+    assert.deepEqual(crashed.claim('public', 'orphan', 'hash', Date.now()), { claimed: true });
+    crashed.close(); // "crash": the effect never ran
+    const restarted = new PaymentsDb(path);
+    assert.equal(restarted.getKey('public', 'orphan'), undefined);
+    assert.deepEqual(restarted.claim('public', 'orphan', 'hash', Date.now()), { claimed: true });
+    restarted.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
