@@ -1,4 +1,5 @@
 import { del, get } from 'idb-keyval';
+import { type QuarantineEntry, type QuarantineMarker, readSlot } from '../src/corrupt-records.js';
 import { CorruptRecordError, InvalidArgumentError } from '../src/errors.js';
 import { parseRecord } from '../src/record.js';
 import {
@@ -11,7 +12,6 @@ import {
   type StoreEvent,
   SWEEPABLE_STATES,
 } from '../src/store.js';
-import { type QuarantineEntry, type QuarantineMarker, readSlot } from './corrupt-records.js';
 import {
   allQuarantineRange,
   allRecordsRange,

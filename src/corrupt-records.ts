@@ -1,5 +1,5 @@
-import { parseRecord } from '../src/record.js';
-import type { IntentRecord } from '../src/store.js';
+import { parseRecord } from './record.js';
+import type { IntentRecord } from './store.js';
 
 /**
  * What oncely does with a stored value that is not a valid record of its slot.

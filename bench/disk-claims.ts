@@ -1,0 +1,196 @@
+/**
+ * Durable claims per second: FileStore against raw disk writes, in the same run.
+ *
+ *   npx node bench/disk-claims.ts [seconds per measurement = 2] [rounds = 3]
+ *
+ * Measures, each for a fixed time, interleaved over several rounds (median reported):
+ * - raw single: append one ~250-byte record + fdatasync, one after another;
+ * - raw batched: append 64 records + one fdatasync;
+ * - raw file per record: the layout's floor without FileStore: temp file + fdatasync +
+ *   link + directory fsync, one record at a time, and 64 records per commit (one temp
+ *   file hard-linked 64 times, one fdatasync, one directory fsync);
+ * - FileStore claims of fresh intents, sequential (one awaited after another);
+ * - FileStore claims at concurrency 64 (64 loops claiming at once).
+ * Targets (issue 5): sequential ≥ 50 % of raw single; concurrent ≥ 30 % of raw batched.
+ * Everything runs in a temp directory under os.tmpdir(), removed at the end.
+ */
+import { randomUUID } from 'node:crypto';
+import { link, mkdir, mkdtemp, open, rm, unlink } from 'node:fs/promises';
+import { registerHooks } from 'node:module';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+
+// The sources import each other as `./x.js`; Node runs the `.ts` files, so map them.
+registerHooks({
+  resolve(specifier, context, nextResolve) {
+    try {
+      return nextResolve(specifier, context);
+    } catch (error) {
+      if (!specifier.startsWith('.') || !specifier.endsWith('.js')) throw error;
+      return nextResolve(`${specifier.slice(0, -3)}.ts`, context);
+    }
+  },
+});
+const { FileStore } = await import('../node/file-store.js');
+type IntentRecord = import('../src/store.js').IntentRecord;
+
+const seconds = Number(process.argv[2] ?? 2);
+const rounds = Number(process.argv[3] ?? 3);
+const BATCH = 64;
+const CONCURRENCY = 64;
+
+const root = await mkdtemp(path.join(tmpdir(), 'oncely-bench-'));
+let serial = 0;
+
+function fresh(): IntentRecord {
+  const now = Date.now();
+  const name = `job:${serial++}`;
+  return { v: 1, scope: 'bench', name, key: randomUUID(), state: 'ready', attempts: 0, createdAt: now, updatedAt: now };
+}
+const line = () => Buffer.from(`${JSON.stringify(fresh())}\n`);
+
+/** Runs `step` (which does `n` records) until `seconds` pass; returns records per second. */
+async function rate(step: () => Promise<number>): Promise<number> {
+  const end = performance.now() + seconds * 1000;
+  const start = performance.now();
+  let done = 0;
+  while (performance.now() < end) done += await step();
+  return done / ((performance.now() - start) / 1000);
+}
+
+async function rawSingle(dir: string): Promise<number> {
+  const handle = await open(path.join(dir, 'single.log'), 'a');
+  try {
+    return await rate(async () => {
+      await handle.write(line());
+      await handle.datasync();
+      return 1;
+    });
+  } finally {
+    await handle.close();
+  }
+}
+
+async function rawBatched(dir: string): Promise<number> {
+  const handle = await open(path.join(dir, 'batched.log'), 'a');
+  try {
+    return await rate(async () => {
+      await handle.write(Buffer.concat(Array.from({ length: BATCH }, line)));
+      await handle.datasync();
+      return BATCH;
+    });
+  } finally {
+    await handle.close();
+  }
+}
+
+/** One commit of FileStore's layout without FileStore: `count` records in one temp file. */
+async function commitFiles(dir: string, count: number): Promise<number> {
+  const temp = path.join(dir, 'tmp', `${serial}.tmp`);
+  const handle = await open(temp, 'wx');
+  await handle.writeFile(Buffer.concat(Array.from({ length: count }, line)));
+  await handle.datasync();
+  await handle.close();
+  const names = Array.from({ length: count }, () => path.join(dir, 'records', `${serial++}.jsonl`));
+  await Promise.all(names.map((name) => link(temp, name)));
+  await unlink(temp);
+  const directory = await open(path.join(dir, 'records'), 'r');
+  await directory.sync();
+  await directory.close();
+  return count;
+}
+
+async function rawFileSingle(dir: string): Promise<number> {
+  await mkdir(path.join(dir, 'tmp'));
+  await mkdir(path.join(dir, 'records'));
+  return rate(() => commitFiles(dir, 1));
+}
+
+async function rawFileBatched(dir: string): Promise<number> {
+  await mkdir(path.join(dir, 'tmp'));
+  await mkdir(path.join(dir, 'records'));
+  return rate(() => commitFiles(dir, BATCH));
+}
+
+async function storeSequential(dir: string): Promise<number> {
+  const store = new FileStore({ dir });
+  await store.open();
+  return rate(async () => {
+    await store.claim(fresh());
+    return 1;
+  });
+}
+
+async function storeConcurrent(dir: string): Promise<number> {
+  const store = new FileStore({ dir });
+  await store.open();
+  const end = performance.now() + seconds * 1000;
+  const start = performance.now();
+  let done = 0;
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (performance.now() < end) {
+        await store.claim(fresh());
+        done++;
+      }
+    }),
+  );
+  return done / ((performance.now() - start) / 1000);
+}
+
+const runs = { rawSingle, rawBatched, rawFileSingle, rawFileBatched, storeSequential, storeConcurrent };
+const results: Record<keyof typeof runs, number[]> = {
+  rawSingle: [],
+  rawBatched: [],
+  rawFileSingle: [],
+  rawFileBatched: [],
+  storeSequential: [],
+  storeConcurrent: [],
+};
+try {
+  for (let round = 0; round < rounds; round++) {
+    for (const [label, run] of Object.entries(runs) as [keyof typeof runs, (dir: string) => Promise<number>][]) {
+      const dir = await mkdtemp(path.join(root, `${label}-`));
+      results[label].push(await run(dir));
+      await rm(dir, { recursive: true, force: true });
+    }
+  }
+} finally {
+  await rm(root, { recursive: true, force: true });
+}
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+const m = Object.fromEntries(Object.entries(results).map(([k, v]) => [k, median(v)])) as Record<
+  keyof typeof runs,
+  number
+>;
+const fmt = (n: number) => Math.round(n).toLocaleString('en-US').padStart(9);
+const pct = (a: number, b: number) => `${((a / b) * 100).toFixed(1)} %`;
+console.log(
+  `durable writes/s, median of ${rounds} rounds of ${seconds}s (each round: ${Object.keys(runs).join(', ')})`,
+);
+console.log(`raw append + fdatasync, 1 record      ${fmt(m.rawSingle)}   all: ${results.rawSingle.map(fmt).join()}`);
+console.log(
+  `raw append + fdatasync, ${BATCH} records    ${fmt(m.rawBatched)}   all: ${results.rawBatched.map(fmt).join()}`,
+);
+console.log(
+  `raw file per record, 1 per commit     ${fmt(m.rawFileSingle)}   all: ${results.rawFileSingle.map(fmt).join()}`,
+);
+console.log(
+  `raw file per record, ${BATCH} per commit    ${fmt(m.rawFileBatched)}   all: ${results.rawFileBatched.map(fmt).join()}`,
+);
+console.log(
+  `FileStore claims, sequential          ${fmt(m.storeSequential)}   all: ${results.storeSequential.map(fmt).join()}`,
+);
+console.log(
+  `FileStore claims, concurrency ${CONCURRENCY}       ${fmt(m.storeConcurrent)}   all: ${results.storeConcurrent.map(fmt).join()}`,
+);
+console.log(
+  `sequential vs raw single: ${pct(m.storeSequential, m.rawSingle)} (target ≥ 50 %); ` +
+    `concurrent vs raw batched: ${pct(m.storeConcurrent, m.rawBatched)} (target ≥ 30 %)`,
+);
+console.log(
+  `against the layout's own floor: sequential ${pct(m.storeSequential, m.rawFileSingle)} of raw file per record, ` +
+    `concurrent ${pct(m.storeConcurrent, m.rawFileBatched)} of raw file per record batched`,
+);
+console.log(JSON.stringify({ bench: 'disk-claims', seconds, rounds, median: m, all: results }));
