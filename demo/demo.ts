@@ -23,7 +23,7 @@ const describe = (event: OncelyEvent): string | undefined => {
     case 'attempt':
       return `attempt ${event.attempt}  ${event.method} ${new URL(event.url).pathname}  Idempotency-Key: "${event.key}"`;
     case 'retry':
-      return `  -> ${event.status ? `HTTP ${event.status}` : event.reason}, retrying with the same key in ${event.delay} ms`;
+      return `  -> ${event.status ? `HTTP ${event.status}` : `no answer (${event.reason} error)`}, retrying with the same key in ${event.delay} ms`;
     case 'success':
       return `  -> HTTP ${event.status}${event.replayed ? ' (Idempotent-Replayed: true, the stored answer)' : ''}`;
     default:

@@ -30,8 +30,10 @@ try {
     `${entries.map((e, i) => `import * as m${i} from '${e}';`).join('\n')}
 import { createClient, MemoryStore, type IntentResponse } from 'oncely';
 const client = createClient({ baseUrl: 'http://127.0.0.1:1/', store: new MemoryStore() });
-const typed: Promise<IntentResponse<unknown>> = client.intent('x').then((i) => i.post('p', { json: {} }));
+// Type-level only: never called.
+const typed = (): Promise<IntentResponse<unknown>> => client.intent('x').then((i) => i.post('p', { json: {} }));
 void typed;
+await client.close();
 const modules = { ${entries.map((e, i) => `'${e}': m${i}`).join(', ')} };
 for (const [name, m] of Object.entries(modules)) {
   if (Object.keys(m).length === 0) throw new Error(name + ' exports nothing');
