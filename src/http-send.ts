@@ -30,9 +30,15 @@ export interface SendSpec {
 
 const isJsonType = (type: string | null) => type !== null && /[/+]json\b/i.test(type);
 
+/** Statuses whose Response cannot have a body. */
+const NULL_BODY_STATUS = new Set([101, 204, 205, 304]);
+
 /** Reads the whole body: parsed JSON when the server says it is JSON and it parses, else text. */
 export async function readAnswer(response: Response): Promise<ServerAnswer & { json: boolean }> {
-  const text = await response.text();
+  return parseAnswer(response, await response.text());
+}
+
+function parseAnswer(response: Response, text: string): ServerAnswer & { json: boolean } {
   const base = { status: response.status, headers: response.headers };
   if (text !== '' && isJsonType(response.headers.get('content-type'))) {
     try {
@@ -99,15 +105,21 @@ export async function sendWithKy(
         const request = input instanceof Request ? input : new Request(input, init);
         hooks.onAttempt(budget.attempts, request);
         // A network-error Response (`Response.error()`, status 0) is no answer: reject as fetch itself would.
-        return fetchImpl(input, init).then((response) => {
+        return fetchImpl(input, init).then(async (response) => {
           if (response.type === 'error') throw new TypeError('fetch failed: network error response');
-          return response;
+          // Read and classify the body here, once: ky clones the response for each
+          // afterResponse hook (a stream tee) and cancels the clone after, which throws
+          // on a consumed one. ky and its other hooks get the same answer from memory.
+          const text = await response.text();
+          last = classify(parseAnswer(response, text), profile);
+          const { status, statusText, headers } = response;
+          return new Response(NULL_BODY_STATUS.has(status) ? null : text, { status, statusText, headers });
         });
       },
       hooks: {
         afterResponse: [
-          async ({ response }) => {
-            last = classify(await readAnswer(response), profile);
+          () => {
+            if (!last) return;
             const { outcome, answer } = last;
             if (outcome !== 'in_progress' && outcome !== 'retryable') return;
             const delay = budget.nextDelay(answer.headers);

@@ -16,10 +16,8 @@ export function newRecord(scope: string, name: string, key: string, now: number)
   return { v: 1, scope, name, key, state: 'ready', attempts: 0, createdAt: now, updatedAt: now };
 }
 
-/** About to send: bind the fingerprint (first send only) and mark in flight. */
+/** About to send: bind the fingerprint (first send only; the caller refuses another) and mark in flight. */
 export function toInFlight(record: IntentRecord, fingerprint: string, now: number): IntentRecord {
-  // Bound to another request meanwhile (another tab or process sent it first): unchanged, the caller refuses.
-  if (record.fingerprint !== undefined && record.fingerprint !== fingerprint) return record;
   return { ...record, state: 'in_flight', fingerprint: record.fingerprint ?? fingerprint, updatedAt: now };
 }
 

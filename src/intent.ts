@@ -20,7 +20,7 @@ import { newRecord, SENT_STATES, toInFlight, toSettled, toUnsent } from './inten
 import type { Outcome, Profile } from './profiles.js';
 import { type ResolvedRetryOptions, RetryBudget } from './retry-policy.js';
 import { type InferOutput, type StandardSchemaV1, validate } from './schema.js';
-import type { IntentRecord, Store } from './store.js';
+import type { IntentRecord, IntentState, Store } from './store.js';
 import { classifyThrown, type RunClassifier } from './thrown.js';
 
 /** What an intent shares with the client that made it. */
@@ -306,15 +306,23 @@ export class Intent {
     >[0]);
   }
 
+  /**
+   * Stores `next(current)` if the stored record is still this intent's (same key): a
+   * record another tab reset or re-formed meanwhile is left alone. Reports the change.
+   */
   async #write(next: (current: IntentRecord) => IntentRecord): Promise<IntentRecord> {
     const key = this.key;
     const stored = await this.ctx.store.update(this.scope, this.name, (current) =>
-      next(current && current.key === key ? current : this.#record),
+      current?.key === key ? next(current) : undefined,
     );
-    if (stored) this.#record = stored;
+    this.#record = stored?.key === key ? stored : next(this.#record);
+    this.#report();
+    return this.#record;
+  }
+
+  #report(): void {
     this.ctx.hub.emit({ type: 'state', record: this.record, source: 'local' });
     this.ctx.coordinator.publish(this.record);
-    return this.#record;
   }
 
   #settle({ state, attempts, status }: Settle): Promise<IntentRecord> {
@@ -343,10 +351,7 @@ export class Intent {
         this.scope,
         this.name,
         async () => {
-          const record = await this.#claimForSend(fp);
-          const previous = record.state;
-          await this.#write((r) => toInFlight(r, fp, this.ctx.now()));
-          if (this.#record.fingerprint !== fp) throw this.#mismatch();
+          const previous = await this.#beginSend(fp);
           try {
             return await send(this.#record);
           } catch (error) {
@@ -364,15 +369,31 @@ export class Intent {
     return promise;
   }
 
-  async #claimForSend(fp: string): Promise<IntentRecord> {
+  /**
+   * One atomic store update before the first byte leaves: checks that the stored record
+   * may be sent with this request (same fingerprint, not expired) and marks it
+   * `in_flight` with the fingerprint bound. Resolves with the state it had before.
+   */
+  async #beginSend(fp: string): Promise<IntentState> {
     const now = this.ctx.now();
-    const { record } = await this.ctx.store.claim(newRecord(this.scope, this.name, this.key, now));
-    this.#record = record;
-    if (record.fingerprint && record.fingerprint !== fp && SENT_STATES.includes(record.state)) throw this.#mismatch();
-    if (SENT_STATES.includes(record.state) && now - record.createdAt > this.ctx.keyTtl) {
-      throw new IntentExpiredError({ ...this.#context(), createdAt: record.createdAt, keyTtl: this.ctx.keyTtl });
-    }
-    return record;
+    let refusal: 'mismatch' | 'expired' | undefined;
+    let previous: IntentState = 'ready';
+    const stored = await this.ctx.store.update(this.scope, this.name, (current) => {
+      // Missing: reset elsewhere while this object lived on; form it again with this key.
+      const record = current ?? newRecord(this.scope, this.name, this.key, now);
+      this.#record = record;
+      if (record.fingerprint !== undefined && record.fingerprint !== fp) refusal = 'mismatch';
+      else if (SENT_STATES.includes(record.state) && now - record.createdAt > this.ctx.keyTtl) refusal = 'expired';
+      if (refusal) return undefined;
+      previous = record.state;
+      return toInFlight(record, fp, now);
+    });
+    if (refusal === 'mismatch') throw this.#mismatch();
+    if (refusal === 'expired')
+      throw new IntentExpiredError({ ...this.#context(), createdAt: this.#record.createdAt, keyTtl: this.ctx.keyTtl });
+    if (stored) this.#record = stored;
+    this.#report();
+    return previous;
   }
 
   #mismatch(): IntentMismatchError {

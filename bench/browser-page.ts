@@ -1,0 +1,129 @@
+/**
+ * The page of the browser section (browser.ts), bundled with esbuild. Exposes on
+ * `globalThis`:
+ * - `benchIdb(n)`: claims n new intents one after another in a fresh `IdbStore` and
+ *   returns each claim's latency (ms);
+ * - `benchMount(variant)`: renders a new checkout button for a new intent through
+ *   `useIdempotentMutation` and resolves once its key is claimed (idle, key known).
+ *   `weblocks` is the default browser client (IndexedDB + Web Locks across tabs);
+ *   `local` the same with a `LocalCoordinator` (locks within the page only), to show
+ *   what the cross-tab lock costs;
+ * - `benchLastClick()`: resolves, once the response of the click is shown, with the
+ *   click's timings: event time, handler start, `in_flight` stored, `fetch` called.
+ */
+import { createClient, LocalCoordinator } from 'oncely';
+import { IdbStore } from 'oncely/browser';
+import { useIdempotentMutation } from 'oncely/react';
+import { createElement, useEffect } from 'react';
+import { createRoot } from 'react-dom/client';
+
+export interface Click {
+  event: number;
+  handler: number;
+  stored: number;
+  fetch: number;
+  done: number;
+}
+
+/** The click being measured, until its answer is shown. */
+let pending: Click | undefined;
+const realFetch = globalThis.fetch.bind(globalThis);
+globalThis.fetch = (input, init) => {
+  if (pending && Number.isNaN(pending.fetch)) pending.fetch = performance.now();
+  return realFetch(input, init);
+};
+
+async function benchIdb(n: number): Promise<number[]> {
+  const store = new IdbStore({ dbName: `bench-${crypto.randomUUID()}` });
+  const record = (name: string) => {
+    const now = Date.now();
+    return {
+      v: 1 as const,
+      scope: 'bench',
+      name,
+      key: crypto.randomUUID(),
+      state: 'ready' as const,
+      attempts: 0,
+      createdAt: now,
+      updatedAt: now,
+    };
+  };
+  for (let i = 0; i < 20; i++) await store.claim(record(`warm-${i}`));
+  const samples: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const fresh = record(`claim-${i}`);
+    const start = performance.now();
+    await store.claim(fresh);
+    samples.push(performance.now() - start);
+  }
+  await store.close?.();
+  return samples;
+}
+
+const baseUrl = `${location.origin}/`;
+const clients = {
+  weblocks: createClient({ baseUrl, scope: 'bench' }),
+  local: createClient({ baseUrl, scope: 'bench', coordinator: new LocalCoordinator() }),
+};
+for (const client of Object.values(clients)) {
+  client.on('state', ({ record }) => {
+    if (pending && Number.isNaN(pending.stored) && record.state === 'in_flight') pending.stored = performance.now();
+  });
+}
+
+const root = createRoot(document.getElementById('root')!);
+let ready: (() => void) | undefined;
+let clicked: ((click: Click) => void) | undefined;
+let lastClick: Promise<Click> | undefined;
+
+function Checkout({ intent, variant }: { intent: string; variant: keyof typeof clients }) {
+  const pay = useIdempotentMutation({
+    client: clients[variant],
+    intent,
+    request: (i, _vars, { signal }) => i.post('ok', { json: { amount: 1999, cart: intent }, signal }),
+  });
+  const idle = pay.status === 'idle' && pay.key !== undefined;
+  useEffect(() => {
+    if (idle) ready?.();
+  }, [idle]);
+  useEffect(() => {
+    if (pay.status === 'success' && pending) {
+      clicked?.({ ...pending, done: performance.now() });
+      pending = undefined;
+    }
+  }, [pay.status]);
+  return createElement(
+    'button',
+    {
+      id: 'pay',
+      type: 'button',
+      disabled: !idle,
+      onClick: (event: { timeStamp: number }) => {
+        pending = {
+          event: event.timeStamp,
+          handler: performance.now(),
+          stored: Number.NaN,
+          fetch: Number.NaN,
+          done: 0,
+        };
+        pay.mutate();
+      },
+    },
+    pay.status,
+  );
+}
+
+function benchMount(variant: keyof typeof clients): Promise<void> {
+  const intent = `checkout:${crypto.randomUUID()}`;
+  lastClick = new Promise((resolve) => {
+    clicked = resolve;
+  });
+  return new Promise((resolve) => {
+    ready = resolve;
+    root.render(createElement(Checkout, { key: intent, intent, variant }));
+  });
+}
+
+const benchLastClick = (): Promise<Click> | undefined => lastClick;
+
+Object.assign(globalThis, { benchIdb, benchMount, benchLastClick, benchReady: true });

@@ -1,0 +1,155 @@
+/**
+ * Section 4: the browser. In Debian's Chromium through Playwright: IndexedDB claim
+ * latency with the browser store (`IdbStore`, strict durability), and the delay between
+ * a click and its request leaving (`fetch` called) with `useIdempotentMutation`, whose
+ * key is claimed on mount. The page (browser-page.ts) is bundled with esbuild and served,
+ * with the API it posts to, from one node:http server on 127.0.0.1.
+ */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { chromium } from '@playwright/test';
+import { build } from 'esbuild';
+import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../e2e/chromium.ts';
+import type { Click } from './browser-page.ts';
+import { fmtMs, median, quantile } from './stats.ts';
+
+interface Timing {
+  medianMs: number;
+  p95Ms: number;
+}
+
+export interface ClickResult {
+  n: number;
+  /** Click handler start → fetch called: what the hook and the core add. */
+  handlerToFetch: Timing;
+  /** Click handler start → `in_flight` stored (lock, re-claim, write). */
+  handlerToStored: Timing;
+  /** `in_flight` stored → fetch called (ky). */
+  storedToFetch: Timing;
+  /** Input event created → fetch called: handlerToFetch plus the browser's dispatch. */
+  eventToFetch: Timing;
+  /** Click handler → the response shown (status success). */
+  handlerToDone: Timing;
+}
+
+export interface BrowserResult {
+  chromium: string;
+  idbClaim: { n: number } & Timing;
+  /** The default browser client: IndexedDB store, Web Locks across tabs. */
+  click: ClickResult;
+  /** The same with a LocalCoordinator: what the cross-tab lock costs. */
+  clickLocalLock: ClickResult;
+}
+
+async function bundlePage(): Promise<string> {
+  const result = await build({
+    entryPoints: [path.join(import.meta.dirname, 'browser-page.ts')],
+    bundle: true,
+    write: false,
+    format: 'esm',
+    platform: 'browser',
+    target: 'chrome120',
+    minify: true,
+    define: { 'process.env.NODE_ENV': JSON.stringify('production') },
+    logLevel: 'warning',
+  });
+  return result.outputFiles[0]!.text;
+}
+
+const html =
+  '<!doctype html><meta charset="utf-8"><title>oncely bench</title><div id="root"></div><script type="module" src="/page.js"></script>';
+const answer = JSON.stringify({ id: 'pay_123', status: 'succeeded' });
+
+const stat = (values: number[]): Timing => ({ medianMs: median(values), p95Ms: quantile(values, 0.95) });
+
+function clickResult(clicks: Click[]): ClickResult {
+  return {
+    n: clicks.length,
+    handlerToFetch: stat(clicks.map((c) => c.fetch - c.handler)),
+    handlerToStored: stat(clicks.map((c) => c.stored - c.handler)),
+    storedToFetch: stat(clicks.map((c) => c.fetch - c.stored)),
+    eventToFetch: stat(clicks.map((c) => c.fetch - c.event)),
+    handlerToDone: stat(clicks.map((c) => c.done - c.handler)),
+  };
+}
+
+/** Cross-origin isolation, so that performance.now() has 5 µs resolution rather than 100 µs. */
+const ISOLATED = { 'cross-origin-opener-policy': 'same-origin', 'cross-origin-embedder-policy': 'require-corp' };
+
+export async function measureBrowser(options: { claims: number; clicks: number }): Promise<BrowserResult> {
+  const script = await bundlePage();
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      if (req.url === '/') res.writeHead(200, { 'content-type': 'text/html', ...ISOLATED }).end(html);
+      else if (req.url === '/page.js')
+        res.writeHead(200, { 'content-type': 'text/javascript', ...ISOLATED }).end(script);
+      else if (req.url === '/ok' && req.method === 'POST')
+        res.writeHead(201, { 'content-type': 'application/json' }).end(answer);
+      else res.writeHead(404).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS, headless: true });
+  try {
+    const page = await browser.newPage();
+    const errors: string[] = [];
+    page.on('pageerror', (error) => errors.push(error.message));
+    await page.goto(`${origin}/`);
+    await page.waitForFunction(() => (globalThis as { benchReady?: boolean }).benchReady === true);
+
+    const claims = await page.evaluate(
+      (n) => (globalThis as unknown as { benchIdb(n: number): Promise<number[]> }).benchIdb(n),
+      options.claims,
+    );
+
+    const isolated = await page.evaluate(() => globalThis.crossOriginIsolated);
+    if (!isolated) throw new Error('the bench page is not cross-origin isolated: timer resolution would be 100 µs');
+
+    const clicks = { weblocks: [] as Click[], local: [] as Click[] };
+    for (let i = 0; i < options.clicks + 10; i++) {
+      // Alternate the two variants, so that the machine's load hits both alike.
+      for (const variant of ['weblocks', 'local'] as const) {
+        await page.evaluate(
+          (v) => (globalThis as unknown as { benchMount(v: string): Promise<void> }).benchMount(v),
+          variant,
+        );
+        await page.click('#pay');
+        const click = await page.evaluate(() =>
+          (globalThis as unknown as { benchLastClick(): Promise<Click> }).benchLastClick(),
+        );
+        if (i >= 10) clicks[variant].push(click); // the first ones warm up
+      }
+    }
+    if (errors.length > 0) throw new Error(`page errors: ${errors.join('; ')}`);
+    return {
+      chromium: browser.version(),
+      idbClaim: { n: claims.length, ...stat(claims) },
+      click: clickResult(clicks.weblocks),
+      clickLocalLock: clickResult(clicks.local),
+    };
+  } finally {
+    await browser.close();
+    server.close();
+  }
+}
+
+export function browserRows(b: BrowserResult): string[][] {
+  const { idbClaim } = b;
+  const clickRow = (label: string, c: ClickResult) => [
+    `${label} (${c.n} clicks)`,
+    fmtMs(c.handlerToFetch.medianMs),
+    `p95 ${fmtMs(c.handlerToFetch.p95Ms)}; in_flight stored at ${fmtMs(c.handlerToStored.medianMs)}, then ky ${fmtMs(c.storedToFetch.medianMs)}; from the input event ${fmtMs(c.eventToFetch.medianMs)}; response shown ${fmtMs(c.handlerToDone.medianMs)}`,
+  ];
+  return [
+    [
+      `IndexedDB claim (IdbStore, strict, ${idbClaim.n} claims)`,
+      fmtMs(idbClaim.medianMs),
+      `p95 ${fmtMs(idbClaim.p95Ms)}`,
+    ],
+    clickRow('click → request leaves, useIdempotentMutation', b.click),
+    clickRow('  same, LocalCoordinator (no Web Lock)', b.clickLocalLock),
+  ];
+}

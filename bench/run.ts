@@ -1,0 +1,264 @@
+/**
+ * `npm run bench`: oncely's benchmarks. A report, not a test: it never fails on a
+ * timing. Every figure is a ratio against a baseline measured in the same run (or a
+ * latency / size next to its target), as the median over several rounds with the range
+ * of the rounds. Prints a table and writes bench/results.json.
+ *
+ *   npm run bench                       everything (~5 minutes on the 2-core VM)
+ *   npm run bench -- --quick            fewer rounds and samples (~1.5 minutes)
+ *   npm run bench -- --only=overhead,retry
+ *
+ * Sections: overhead (HTTP per-request overhead), claims (durable claims vs raw disk),
+ * growth (1k/10k/100k intents stored), browser (IndexedDB and click delay in Chromium),
+ * retry (CPU per retried attempt), bundle (scripts/bundle-budget.js).
+ */
+import { execFile } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { type BrowserResult, browserRows, measureBrowser } from './browser.ts';
+import { type ClaimsResult, claimsRows, measureClaims } from './durable-claims.ts';
+import { type GrowthResult, growthRows, measureGrowth } from './growth.ts';
+import { measureOverhead, type OverheadMode, overheadRows } from './http-overhead.ts';
+import { notes } from './oncely.ts';
+import { measureRetryCpu, type RetryCpuResult, retryCpuRows } from './retry-cpu.ts';
+import { startServer } from './server-process.ts';
+
+const SECTIONS = ['overhead', 'claims', 'growth', 'browser', 'retry', 'bundle'] as const;
+type Section = (typeof SECTIONS)[number];
+
+const args = process.argv.slice(2);
+const quick = args.includes('--quick');
+const only = args
+  .find((a) => a.startsWith('--only='))
+  ?.slice('--only='.length)
+  .split(',') as Section[] | undefined;
+const unknown = only?.filter((s) => !SECTIONS.includes(s));
+if (unknown?.length) throw new Error(`unknown section(s) ${unknown.join(', ')}; known: ${SECTIONS.join(', ')}`);
+const wanted = (s: Section) => !only || only.includes(s);
+
+const repo = path.resolve(import.meta.dirname, '..');
+const exec = promisify(execFile);
+
+interface Target {
+  /** What is checked, e.g. `≤ 1.10×`. */
+  text: string;
+  met: boolean;
+}
+interface Row {
+  section: Section;
+  measure: string;
+  figure: string;
+  detail: string;
+  target?: Target;
+}
+
+const rows: Row[] = [];
+const results: Record<string, unknown> = {};
+const durations: Record<string, number> = {};
+const failures: Record<string, string> = {};
+
+const le = (value: number, limit: number, unit = '×'): Target => ({
+  text: `≤ ${limit}${unit}`,
+  met: value <= limit,
+});
+
+async function section(name: Section, fn: () => Promise<void>) {
+  if (!wanted(name)) return;
+  const start = performance.now();
+  process.stderr.write(`bench: ${name}…`);
+  try {
+    await fn();
+  } catch (error) {
+    failures[name] = (error as Error).stack ?? String(error);
+    rows.push({ section: name, measure: `${name}: not measured`, figure: 'error', detail: (error as Error).message });
+  }
+  durations[name] = Math.round(performance.now() - start);
+  process.stderr.write(` ${(durations[name] / 1000).toFixed(0)} s\n`);
+}
+
+const load = () => os.loadavg().map((l) => Math.round(l * 100) / 100);
+const loadAtStart = load();
+const started = performance.now();
+const server = await startServer();
+
+try {
+  await section('overhead', async () => {
+    const modes: OverheadMode[] = await measureOverhead(server, {
+      rounds: quick ? 3 : 5,
+      requests: quick ? 500 : 2000,
+      blocks: 4,
+      concurrency: 64,
+    });
+    results.overhead = modes;
+    const targets = [
+      [le(modes[0]!.ratio.memory.median, 1.1), le(modes[0]!.ratio.disk.median, 2)],
+      [le(modes[1]!.ratio.memory.median, 1.1), le(modes[1]!.ratio.disk.median, 1.25)],
+    ];
+    overheadRows(modes).forEach(([measure, figure, detail], i) => {
+      rows.push({
+        section: 'overhead',
+        measure: measure!,
+        figure: figure!,
+        detail: detail!,
+        target: targets.flat()[i],
+      });
+    });
+  });
+
+  await section('claims', async () => {
+    const claims: ClaimsResult = await measureClaims({ seconds: quick ? 1 : 1.5, rounds: quick ? 3 : 5 });
+    results.claims = claims;
+    const targets: Target[] = [
+      { text: '≥ 50 %', met: claims.sequential.median >= 0.5 },
+      { text: '≥ 30 %', met: claims.concurrent.median >= 0.3 },
+    ];
+    claimsRows(claims).forEach(([measure, figure, detail], i) => {
+      rows.push({ section: 'claims', measure: measure!, figure: figure!, detail: detail!, target: targets[i] });
+    });
+  });
+
+  await section('growth', async () => {
+    const growth: GrowthResult = await measureGrowth({
+      sizes: quick ? [1000, 10_000] : [1000, 10_000, 100_000],
+      claims: quick ? 100 : 300,
+      sweepAt: quick ? [10_000] : [10_000, 100_000],
+    });
+    results.growth = growth;
+    const last = growth.points.at(-1)!;
+    const targets: Record<string, Target> = {
+      'claim latency, memory': le(growth.claimGrowth.memory, 1.2),
+      'claim latency, disk': le(growth.claimGrowth.disk, 1.2),
+      // Opening reads no record: the process does not grow with the store.
+      'open a disk store': {
+        text: 'RSS +≤ 5 MB at open',
+        met: last.disk.rssAfterOpenMb - last.disk.baseRssMb <= 5,
+      },
+    };
+    for (const [measure, figure, detail] of growthRows(growth)) {
+      const target = Object.entries(targets).find(([prefix]) => measure!.startsWith(prefix))?.[1];
+      rows.push({ section: 'growth', measure: measure!, figure: figure!, detail: detail!, target });
+    }
+  });
+
+  await section('browser', async () => {
+    const browser: BrowserResult = await measureBrowser({ claims: 500, clicks: quick ? 40 : 100 });
+    results.browser = browser;
+    const targets: (Target | undefined)[] = [undefined, le(browser.click.handlerToFetch.medianMs, 1, ' ms'), undefined];
+    browserRows(browser).forEach(([measure, figure, detail], i) => {
+      rows.push({ section: 'browser', measure: measure!, figure: figure!, detail: detail!, target: targets[i] });
+    });
+  });
+
+  await section('retry', async () => {
+    const retry: RetryCpuResult = await measureRetryCpu(server, {
+      rounds: quick ? 3 : 5,
+      calls: quick ? 50 : 100,
+      attempts: 10,
+    });
+    results.retry = retry;
+    for (const [measure, figure, detail] of retryCpuRows(retry))
+      rows.push({ section: 'retry', measure: measure!, figure: figure!, detail: detail! });
+  });
+
+  await section('bundle', async () => {
+    const script = path.join(repo, 'scripts', 'bundle-budget.js');
+    const { stdout } = await exec(process.execPath, [script, '--json'], { maxBuffer: 1 << 20 }).catch(
+      (error: { stdout?: string }) => ({ stdout: error.stdout ?? '' }),
+    );
+    const bundle = JSON.parse(stdout) as {
+      budget: { total: number; own: number };
+      total: { gzip: number };
+      own: { gzip: number };
+      createClientOnly: { gzip: number; origins: string[] };
+      failures: string[];
+    };
+    results.bundle = bundle;
+    const kb = (b: number) => `${(b / 1024).toFixed(1)} KB`;
+    rows.push({
+      section: 'bundle',
+      measure: 'oncely/browser + oncely/react, gzip, with dependencies',
+      figure: kb(bundle.total.gzip),
+      detail: 'esbuild, minified, ESM, browser; react external',
+      target: le(bundle.total.gzip / 1024, bundle.budget.total / 1024, ' KB'),
+    });
+    rows.push({
+      section: 'bundle',
+      measure: "oncely's own code, gzip",
+      figure: kb(bundle.own.gzip),
+      detail: 'the same with every dependency external',
+      target: le(bundle.own.gzip / 1024, bundle.budget.own / 1024, ' KB'),
+    });
+    rows.push({
+      section: 'bundle',
+      measure: "createClient alone from 'oncely' (browser)",
+      figure: kb(bundle.createClientOnly.gzip),
+      detail: `from ${bundle.createClientOnly.origins.join(', ')}`,
+      target: {
+        text: 'no mock, no React',
+        met: !bundle.failures.some((f) => f.startsWith('createClient alone')),
+      },
+    });
+  });
+} finally {
+  await server.close();
+}
+
+const totalMs = Math.round(performance.now() - started);
+printTable(rows);
+for (const note of notes) console.log(`note: ${note}`);
+for (const [name, stack] of Object.entries(failures)) console.log(`section ${name} failed:\n${stack}`);
+console.log(
+  `bench: ${(totalMs / 1000).toFixed(0)} s on ${os.cpus().length} CPUs, Node ${process.versions.node}; load average ${loadAtStart.join(' ')} at start, ${load().join(' ')} at end (a load above ${os.cpus().length} means other work competed)`,
+);
+
+const out = path.join(import.meta.dirname, 'results.json');
+await writeFile(
+  out,
+  `${JSON.stringify(
+    {
+      date: new Date().toISOString(),
+      quick,
+      sections: only ?? SECTIONS,
+      environment: {
+        node: process.versions.node,
+        platform: `${os.platform()} ${os.release()}`,
+        cpus: os.cpus().length,
+        cpuModel: os.cpus()[0]?.model,
+        loadAverage: { start: loadAtStart, end: load() },
+      },
+      durationsMs: { ...durations, total: totalMs },
+      table: rows,
+      results,
+      failures,
+      notes,
+    },
+    null,
+    2,
+  )}\n`,
+);
+console.log(`bench: wrote ${path.relative(process.cwd(), out)}`);
+
+function printTable(table: Row[]) {
+  const cells = table.map((r) => [
+    r.measure,
+    r.figure,
+    r.target ? `${r.target.met ? 'met   ' : 'MISSED'} ${r.target.text}` : '',
+    r.detail,
+  ]);
+  const header = ['measure', 'figure: median (range)', 'target', 'detail'];
+  const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
+  widths[3] = Math.min(widths[3]!, 70);
+  const line = (c: string[]) => c.map((x, i) => (i === 3 ? x : x.padEnd(widths[i]!))).join('  ');
+  console.log();
+  console.log(line(header));
+  console.log(widths.map((w) => '─'.repeat(w)).join('  '));
+  let current: Section | undefined;
+  table.forEach((r, i) => {
+    if (current !== undefined && r.section !== current) console.log();
+    current = r.section;
+    console.log(line(cells[i]!));
+  });
+  console.log();
+}
