@@ -11,6 +11,7 @@ import path from 'node:path';
 import {
   ensureDir,
   errorCode,
+  identityAt,
   readAndFlush,
   removeQuietly,
   renameReplacing,
@@ -24,12 +25,20 @@ export type WriteOp =
   | { kind: 'create'; file: string; line: string }
   /** Replace `file` (or create it) with `line`, atomically. */
   | { kind: 'replace'; file: string; line: string }
-  /** Remove `file` if it exists. */
-  | { kind: 'remove'; file: string }
+  /**
+   * Remove `file` if it exists. With `ifIdentity`, only if the file there still has that
+   * `fileIdentity` (fs-durable.ts), checked right before the `unlink`: another process
+   * replacing the file between those two system calls is not detected. The outcome's
+   * `created` says whether this op removed the file.
+   */
+  | { kind: 'remove'; file: string; ifIdentity?: string }
   /** Make an existing `file` (maybe written by another process) and its entry durable. */
   | { kind: 'flush'; file: string };
 
-/** For `create`: whether this write made the file, else the text of the one that was there. */
+/**
+ * For `create`: whether this write made the file, else the text of the one that was there.
+ * For `remove`: whether this write removed the file.
+ */
 export type WriteOutcome = { created: true } | { created: false; existing: string | undefined };
 
 interface Pending {
@@ -203,9 +212,15 @@ export class BatchWriter {
         }
         return { created: true };
       case 'remove':
-        await unlink(op.file).catch((error: unknown) => {
+        if (op.ifIdentity !== undefined && (await identityAt(op.file)) !== op.ifIdentity) {
+          return { created: false, existing: undefined };
+        }
+        try {
+          await unlink(op.file);
+        } catch (error) {
           if (errorCode(error) !== 'ENOENT') throw error;
-        });
+          return { created: false, existing: undefined };
+        }
         return { created: true };
       case 'flush':
         return { created: false, existing: await readAndFlush(op.file, sync) };

@@ -1,4 +1,5 @@
-import { readdir, rename, rm } from 'node:fs/promises';
+import type { Dir } from 'node:fs';
+import { opendir, readdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { isQuarantineMarker, type QuarantineMarker, readSlot, type SlotState } from '../src/corrupt-records.js';
 import { CorruptRecordError, InvalidArgumentError } from '../src/errors.js';
@@ -14,7 +15,15 @@ import {
   SWEEPABLE_STATES,
 } from '../src/store.js';
 import { BatchWriter } from './batch-writer.js';
-import { ensureDir, errorCode, readIfExists, readShared, type SharedFile, syncDir } from './fs-durable.js';
+import {
+  ensureDir,
+  errorCode,
+  readIfExists,
+  readShared,
+  readWithIdentity,
+  type SharedFile,
+  syncDir,
+} from './fs-durable.js';
 import { keepInQuarantine, type QuarantinedFile, readQuarantineNotes } from './quarantine-dir.js';
 import {
   encodeLine,
@@ -52,6 +61,16 @@ export interface FileStoreOptions {
    */
   fsync?: boolean;
   /**
+   * How many record files one `sweep()` call examines at most. Each call continues after
+   * the last file the previous call of this store examined (in the order of their hashed
+   * names, wrapping at the end), so a store of N intents is swept fully in
+   * ⌈N / sweepBatch⌉ calls, and no call reads more than `sweepBatch` records: memory
+   * stays flat however many intents are on disk. A call still lists the directories it
+   * visits (streamed, about 1 to 2 µs a file).
+   * @default 200
+   */
+  sweepBatch?: number;
+  /**
    * Clock in ms since epoch, used for quarantine timestamps.
    * @default Date.now
    */
@@ -68,6 +87,13 @@ const MAX_BATCH_BYTES = 256 * 1024;
 const MAX_IN_FLIGHT = 1;
 /** Files read at once by `list` and `sweep`. */
 const READ_CONCURRENCY = 16;
+const DEFAULT_SWEEP_BATCH = 200;
+/** Directory entries read from the OS at once while a sweep streams a listing. */
+const LIST_BUFFER = 512;
+/** A scope directory's name: the hex SHA-256 from `scopeId`. */
+const SCOPE_DIR = /^[0-9a-f]{64}$/;
+/** Length of a scope directory's name, the first part of a sweep position `<sid>/<file name>`. */
+const SID_LENGTH = 64;
 
 interface Slot {
   scope: string;
@@ -100,8 +126,12 @@ interface Slot {
  * update is read-modify-write without a lock: two processes updating one intent at once
  * may lose one of the two writes (never tear the record). The client holds its
  * coordinator's lock around updates; do the same if you update from several processes.
- * A keyed `delete` across processes is check-then-remove, likewise. `get` and `list` do
- * not flush what they read: they may see a claim another process is still committing.
+ * A keyed `delete` and `sweep` are check-then-remove: they read the record, check it,
+ * and remove the file only if it is still the file they read (same inode, size and
+ * modification time, compared right before the `unlink`), so a record rewritten by
+ * another process before that comparison is kept; one rewritten in the instant between
+ * the comparison and the `unlink` (two system calls) is lost. `get` and `list` do not
+ * flush what they read: they may see a claim another process is still committing.
  * One machine only: not for network file systems.
  *
  * **Bad files** (corrupt, truncated, foreign) are moved to `quarantine/` and reported to
@@ -130,12 +160,19 @@ export class FileStore implements Store, ObservableStore {
   readonly #tails = new Map<string, Promise<unknown>>();
   readonly #listeners = new Set<(event: StoreEvent) => void>();
   readonly #background = new Set<Promise<unknown>>();
+  readonly #sweepBatch: number;
+  /** The position (`<sid>/<file name>`) of the last file the previous sweep examined. */
+  #sweepAfter: string | undefined;
+  /** The last sweep started: sweeps of one store run one after the other. */
+  #sweeping: Promise<unknown> = Promise.resolve();
   #ready: Promise<void> | undefined;
 
   constructor(options: FileStoreOptions = {}) {
     this.dir = path.resolve(options.dir ?? defaultStateDir());
     this.#sync = options.fsync ?? true;
     this.#now = options.now ?? Date.now;
+    const batch = Math.floor(options.sweepBatch ?? DEFAULT_SWEEP_BATCH);
+    this.#sweepBatch = Number.isNaN(batch) ? DEFAULT_SWEEP_BATCH : Math.max(1, batch);
     this.#scopesDir = path.join(this.dir, 'scopes');
     this.#tempDir = path.join(this.dir, 'tmp');
     this.#quarantineDir = path.join(this.dir, 'quarantine');
@@ -223,13 +260,16 @@ export class FileStore implements Store, ObservableStore {
     const slot = this.#slot(scope, name);
     return this.#exclusive(slot.id, async () => {
       await this.open();
-      if (key !== undefined) {
-        const text = await readIfExists(slot.file);
-        if (text === undefined) return;
-        const parsed = parseRecord(valueFor(text, slot.id));
-        if (!('record' in parsed) || parsed.record.key !== key) return;
+      if (key === undefined) {
+        await this.#writer(slot.sid).submit({ kind: 'remove', file: slot.file });
+        return;
       }
-      await this.#writer(slot.sid).submit({ kind: 'remove', file: slot.file });
+      const read = await readWithIdentity(slot.file);
+      if (read === undefined) return;
+      const parsed = parseRecord(valueFor(read.text, slot.id));
+      if (!('record' in parsed) || parsed.record.key !== key) return;
+      // Only if no other process replaced the file since it was read.
+      await this.#writer(slot.sid).submit({ kind: 'remove', file: slot.file, ifIdentity: read.identity });
     });
   }
 
@@ -263,35 +303,26 @@ export class FileStore implements Store, ObservableStore {
     await Promise.all(moved.map((trash) => rm(trash, { recursive: true, force: true }).catch(() => {})));
   }
 
-  /** Reads every record of every scope: run it from time to time, not on a hot path. */
-  async sweep(olderThan: number): Promise<number> {
-    await this.open();
-    let sids: string[];
-    try {
-      sids = (await readdir(this.#scopesDir)).filter((name) => /^[0-9a-f]{64}$/.test(name));
-    } catch (error) {
-      if (errorCode(error) === 'ENOENT') return 0;
-      throw error;
-    }
-    let removed = 0;
-    for (const sid of sids) {
-      const old = (await this.#scan(sid)).filter(
-        (record) => record.updatedAt < olderThan && SWEEPABLE_STATES.includes(record.state),
-      );
-      await pool(old, READ_CONCURRENCY, async (candidate) => {
-        const slot = this.#slot(candidate.scope, candidate.name);
-        await this.#exclusive(slot.id, async () => {
-          const text = await readIfExists(slot.file);
-          if (text === undefined) return;
-          const { state } = this.#classify(slot, text);
-          if (state.kind !== 'record') return;
-          if (state.record.updatedAt >= olderThan || !SWEEPABLE_STATES.includes(state.record.state)) return;
-          await this.#writer(slot.sid).submit({ kind: 'remove', file: slot.file });
-          removed++;
-        });
-      });
-    }
-    return removed;
+  /**
+   * Removes old `succeeded`, `failed` and `ready` records. Bounded and incremental:
+   * examines at most `sweepBatch` record files per call, continuing after the last file
+   * the previous call examined and wrapping around at the end (within a call too, never
+   * examining a file twice), so one call covers a store of up to `sweepBatch` intents.
+   * Directory listings are streamed; nothing loads every record. Bad files met on the
+   * way are quarantined. Each removal re-reads the record under the intent's lock of
+   * this process and removes the file only if it still holds the record that was judged
+   * old and only if it is still the same file (see the class notes on other processes).
+   * Calls on one store run one after the other. Resolves with the number this call
+   * removed.
+   */
+  sweep(olderThan: number): Promise<number> {
+    const run = async () => {
+      await this.open();
+      return this.#sweepNext(olderThan);
+    };
+    const result = this.#sweeping.then(run, run);
+    this.#sweeping = result.catch(() => undefined);
+    return result;
   }
 
   /** Files set aside as bad, of one scope or of all. Kept until `clear(scope)`. */
@@ -307,8 +338,9 @@ export class FileStore implements Store, ObservableStore {
     };
   }
 
-  /** Waits for pending writes and background clean-up. The store holds no open files. */
+  /** Waits for pending writes, a running sweep and background clean-up. The store holds no open files. */
   async close(): Promise<void> {
+    await this.#sweeping;
     await Promise.all([...this.#writers.values()].map((writer) => writer.idle()));
     await Promise.all([...this.#background]);
   }
@@ -459,32 +491,137 @@ export class FileStore implements Store, ObservableStore {
     await pool(names, READ_CONCURRENCY, async (name) => {
       const id = RECORD_FILE.exec(name)?.[1];
       if (id === undefined) return;
-      const file = path.join(dir, name);
-      const read = await readShared(file, seen);
-      if (read === undefined) return;
-      const { text } = read;
-      read.lines ??= indexLines(text);
-      const value = valueFor(text, id, read.lines);
-      const intent = identify(value, id, scope);
-      if (intent) {
-        const slot: Slot = { ...intent, sid, id, file };
-        const state = readSlot(value, intent.scope, intent.name, this.#now());
-        if (state.kind === 'record') records.push(state.record);
-        else if (state.kind === 'corrupt') {
-          const record = await this.#exclusive(id, () => this.#current(slot)).catch(ignoreBlocked);
-          if (record) records.push(record);
-        }
-        return;
-      }
-      if (isQuarantineMarker(value)) return;
-      // Says nothing usable about its intent: move it aside and block the slot.
-      await this.#exclusive(id, async () => {
-        if ((await readIfExists(file)) !== text) return;
-        const intent = scope === undefined ? {} : { scope };
-        await this.#quarantine(sid, id, file, text, unidentifiedReason(value), intent, undefined);
-      });
+      const found = await this.#examine(sid, id, path.join(dir, name), seen, scope);
+      if (found) records.push(found.record);
     });
     return records;
+  }
+
+  async #sweepNext(olderThan: number): Promise<number> {
+    const limit = this.#sweepBatch;
+    const start = this.#sweepAfter;
+    const files = await this.#sweepPositions(start, undefined, limit);
+    let next = files.length >= limit ? files.at(-1) : undefined;
+    if (next === undefined && start !== undefined) {
+      // Reached the end: go on from the beginning, up to where this call started.
+      const room = limit - files.length;
+      const wrapped = await this.#sweepPositions(undefined, start, room);
+      files.push(...wrapped);
+      if (wrapped.length >= room && wrapped.at(-1) !== start) next = wrapped.at(-1);
+    }
+    // Moved on before the files are read, so that a file that fails every time cannot stall the sweep.
+    this.#sweepAfter = next;
+
+    const seen = new Map<string, SharedFile>();
+    let removed = 0;
+    await pool(files, READ_CONCURRENCY, async (position) => {
+      const sid = position.slice(0, SID_LENGTH);
+      const name = position.slice(SID_LENGTH + 1);
+      const id = RECORD_FILE.exec(name)![1]!;
+      const found = await this.#examine(sid, id, path.join(this.#scopesDir, sid, name), seen);
+      if (!found || !isSweepable(found.record, olderThan)) return;
+      if (await this.#removeIfUnchanged(found.slot, found.record)) removed++;
+    });
+    return removed;
+  }
+
+  /**
+   * Positions (`<sid>/<file name>`) of record files after `after` (exclusive) and up to
+   * `upTo` (inclusive), in order, at most `limit`. Streams the listings: holds at most
+   * about `2 * limit` names at once.
+   */
+  async #sweepPositions(after: string | undefined, upTo: string | undefined, limit: number): Promise<string[]> {
+    const afterSid = after?.slice(0, SID_LENGTH);
+    const afterName = after?.slice(SID_LENGTH + 1);
+    const upToSid = upTo?.slice(0, SID_LENGTH);
+    const upToName = upTo?.slice(SID_LENGTH + 1);
+    const positions: string[] = [];
+    // The scope of `after` may have files left: it is included, the scopes after it are next.
+    let fromSid = afterSid;
+    let fromIncluded = true;
+    for (;;) {
+      const want = limit - positions.length;
+      const sids = await smallestNames(
+        this.#scopesDir,
+        want,
+        (sid) =>
+          SCOPE_DIR.test(sid) &&
+          (fromSid === undefined || sid > fromSid || (fromIncluded && sid === fromSid)) &&
+          (upToSid === undefined || sid <= upToSid),
+      );
+      for (const sid of sids) {
+        const lower = sid === afterSid ? afterName : undefined;
+        const upper = sid === upToSid ? upToName : undefined;
+        const names = await smallestNames(
+          path.join(this.#scopesDir, sid),
+          limit - positions.length,
+          (name) =>
+            RECORD_FILE.test(name) && (lower === undefined || name > lower) && (upper === undefined || name <= upper),
+        );
+        for (const name of names) positions.push(`${sid}/${name}`);
+        if (positions.length >= limit) return positions;
+      }
+      // Fewer scopes than asked for: there are no more. (Empty scopes may leave room.)
+      if (sids.length < want) return positions;
+      fromSid = sids.at(-1);
+      fromIncluded = false;
+    }
+  }
+
+  /** Removes the slot's file if, read again under the intent's lock, it still holds `record`. */
+  #removeIfUnchanged(slot: Slot, record: IntentRecord): Promise<boolean> {
+    return this.#exclusive(slot.id, async () => {
+      const read = await readWithIdentity(slot.file);
+      if (read === undefined) return false;
+      const { state } = this.#classify(slot, read.text);
+      if (state.kind !== 'record') return false;
+      const now = state.record;
+      if (now.key !== record.key || now.updatedAt !== record.updatedAt || now.state !== record.state) return false;
+      const outcome = await this.#writer(slot.sid).submit({
+        kind: 'remove',
+        file: slot.file,
+        ifIdentity: read.identity,
+      });
+      return outcome.created;
+    });
+  }
+
+  /**
+   * The record in one file of a scope directory (`id` from its name), if it holds a
+   * valid one of its intent (of `scope`, when given). A bad file is settled: a damaged
+   * record is quarantined and its salvaged record returned; a file that does not say
+   * which intent it is is moved aside and its slot blocked. `seen` shares the reads of
+   * hard-linked files (see `readShared`).
+   */
+  async #examine(
+    sid: string,
+    id: string,
+    file: string,
+    seen: Map<string, SharedFile>,
+    scope?: string,
+  ): Promise<{ slot: Slot; record: IntentRecord } | undefined> {
+    const read = await readShared(file, seen);
+    if (read === undefined) return undefined;
+    const { text } = read;
+    read.lines ??= indexLines(text);
+    const value = valueFor(text, id, read.lines);
+    const intent = identify(value, id, scope);
+    if (intent) {
+      const slot: Slot = { ...intent, sid, id, file };
+      const state = readSlot(value, intent.scope, intent.name, this.#now());
+      if (state.kind === 'record') return { slot, record: state.record };
+      if (state.kind !== 'corrupt') return undefined;
+      const record = await this.#exclusive(id, () => this.#current(slot)).catch(ignoreBlocked);
+      return record && { slot, record };
+    }
+    if (isQuarantineMarker(value)) return undefined;
+    // Says nothing usable about its intent: move it aside and block the slot.
+    await this.#exclusive(id, async () => {
+      if ((await readIfExists(file)) !== text) return;
+      const intent = scope === undefined ? {} : { scope };
+      await this.#quarantine(sid, id, file, text, unidentifiedReason(value), intent, undefined);
+    });
+    return undefined;
   }
 
   #emit(event: StoreEvent): void {
@@ -535,4 +672,46 @@ async function pool<T>(items: readonly T[], concurrency: number, fn: (item: T) =
     while (next < items.length) await fn(items[next++]!);
   };
   await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, worker));
+}
+
+const isSweepable = (record: IntentRecord, olderThan: number) =>
+  record.updatedAt < olderThan && SWEEPABLE_STATES.includes(record.state);
+
+/**
+ * The `limit` smallest names in `dir` that `accept` takes, sorted, without reading the
+ * whole listing into memory: it is streamed (`opendir`), keeping at most `2 * limit`
+ * names. A missing directory has none.
+ */
+async function smallestNames(dir: string, limit: number, accept: (name: string) => boolean): Promise<string[]> {
+  let listing: Dir;
+  try {
+    listing = await opendir(dir, { bufferSize: LIST_BUFFER });
+  } catch (error) {
+    const code = errorCode(error);
+    if (code === 'ENOENT' || code === 'ENOTDIR') return [];
+    throw error;
+  }
+  let names: string[] = [];
+  // Once `limit` names are kept, a name after the last of them cannot be among the first.
+  let last: string | undefined;
+  for await (const entry of listing) {
+    if ((last !== undefined && entry.name > last) || !accept(entry.name)) continue;
+    names.push(entry.name);
+    if (names.length >= 2 * limit) {
+      names = firstSorted(names, limit);
+      last = names.at(-1);
+    }
+  }
+  return firstSorted(names, limit);
+}
+
+/** The `limit` smallest of `names`, sorted, each once (a listing may repeat a name that changed meanwhile). */
+function firstSorted(names: string[], limit: number): string[] {
+  names.sort();
+  const out: string[] = [];
+  for (const name of names) {
+    if (out.length >= limit) break;
+    if (out.at(-1) !== name) out.push(name);
+  }
+  return out;
 }

@@ -3,7 +3,8 @@
  * disk, a directory whose entries are flushed, a rename that survives Windows' sharing
  * errors. Every write path of `FileStore` is built from these.
  */
-import { type FileHandle, mkdir, open, readFile, rename, unlink } from 'node:fs/promises';
+import type { BigIntStats } from 'node:fs';
+import { type FileHandle, mkdir, open, readFile, rename, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 
 export const isWindows = process.platform === 'win32';
@@ -38,6 +39,45 @@ export async function readIfExists(file: string): Promise<string | undefined> {
   } catch (error) {
     if (errorCode(error) === 'ENOENT') return undefined;
     throw error;
+  }
+}
+
+/**
+ * What tells the file now at a path from the one read there earlier: device, inode,
+ * size and modification time (ns). Files of the store are never modified in place, only
+ * replaced (a new inode) or removed, so the same identity means the same content. The
+ * link count and change time are left out: they change when another name of a shared
+ * file is replaced.
+ */
+export const fileIdentity = (stats: BigIntStats): string => `${stats.dev}:${stats.ino}:${stats.size}:${stats.mtimeNs}`;
+
+/** The {@link fileIdentity} of the file at `file`, or `undefined` when there is none. */
+export async function identityAt(file: string): Promise<string | undefined> {
+  try {
+    return fileIdentity(await stat(file, { bigint: true }));
+  } catch (error) {
+    if (errorCode(error) === 'ENOENT') return undefined;
+    throw error;
+  }
+}
+
+/**
+ * Reads a file whole, with the {@link fileIdentity} of what was read (taken from the
+ * open file, so the two agree). Resolves `undefined` when it does not exist.
+ */
+export async function readWithIdentity(file: string): Promise<{ text: string; identity: string } | undefined> {
+  let handle: FileHandle;
+  try {
+    handle = await open(file, 'r');
+  } catch (error) {
+    if (errorCode(error) === 'ENOENT') return undefined;
+    throw error;
+  }
+  try {
+    const identity = fileIdentity(await handle.stat({ bigint: true }));
+    return { text: await handle.readFile('utf8'), identity };
+  } finally {
+    await handle.close();
   }
 }
 
