@@ -8,7 +8,7 @@
  *   node growth-worker.ts memory-claims <claims> <n>… seed one MemoryStore per n, then the same
  *   node growth-worker.ts disk-open <dir>              open time and resident memory of one disk store
  *   node growth-worker.ts memory-rss <n>               resident memory of a MemoryStore of n intents
- *   node growth-worker.ts sweep <dir>                  a full sweep (what client.intent() starts once)
+ *   node growth-worker.ts sweep <dir>                  one sweep call (what client.intent() starts once; bounded by sweepBatch)
  */
 import { oncely, openDiskStore } from './oncely.ts';
 import { inParallel, median, quantile } from './stats.ts';

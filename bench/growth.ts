@@ -1,7 +1,7 @@
 /**
  * Section 3: does a claim get slower, or the process bigger, as intents pile up? With
  * 1k, 10k and 100k intents already stored (memory store and disk store): claim latency,
- * resident memory, the time to open a disk store, and the full scan (`sweep`) that a
+ * resident memory, the time to open a disk store, and one bounded sweep call (`sweep`) that a
  * client's first `intent()` starts in the background.
  *
  * Claim latency is compared within one process: one store per size, claimed in turn
@@ -42,7 +42,7 @@ export interface GrowthPoint {
   n: number;
   memory: { claim: ClaimTiming; rssMb: number; heapMb: number; baseRssMb: number };
   disk: { claim: ClaimTiming; openMs: number; rssAfterOpenMb: number; baseRssMb: number };
-  /** A full sweep (every record read once), what the client's first intent() starts. */
+  /** One sweep call (at most sweepBatch records), what the client's first intent() starts. */
   sweep?: { ms: number; peakRssMb: number; baseRssMb: number };
 }
 
@@ -120,7 +120,7 @@ export function growthRows(g: GrowthResult): string[][] {
   for (const p of g.points) {
     if (!p.sweep) continue;
     rows.push([
-      `full sweep of ${k(p.n)} on disk (a client's first intent() starts it)`,
+      `one sweep call with ${k(p.n)} on disk (a client's first intent() starts it)`,
       fmtMs(p.sweep.ms),
       `peak RSS ${p.sweep.baseRssMb} → ${p.sweep.peakRssMb} MB`,
     ]);
