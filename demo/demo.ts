@@ -18,7 +18,7 @@ contract.inject(
   { fault: 'drop-after-commit' }, // the charge is made, then the connection dies
 );
 
-const describe = (event: OncelyEvent): string | undefined => {
+const describeEvent = (event: OncelyEvent): string | undefined => {
   switch (event.type) {
     case 'attempt':
       return `attempt ${event.attempt}  ${event.method} ${new URL(event.url).pathname}  Idempotency-Key: "${event.key}"`;
@@ -36,7 +36,7 @@ const api = createClient({
   scope: 'user_42',
   store: new FileStore({ dir }),
   onEvent: (event) => {
-    const line = describe(event);
+    const line = describeEvent(event);
     if (line) console.log(line);
   },
 });

@@ -8,13 +8,16 @@ import { join, resolve } from 'node:path';
 
 const repo = resolve(import.meta.dirname, '..');
 const scratch = mkdtempSync(join(tmpdir(), 'oncely-pack-'));
-const run = (cmd, args, cwd) => execFileSync(cmd, args, { cwd, stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' });
+const run = (cmd, args, cwd) =>
+  execFileSync(cmd, args, { cwd, stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' });
 
 try {
   const tarball = run('npm', ['pack', '--silent', '--pack-destination', scratch], repo).trim().split('\n').pop();
   const files = JSON.parse(run('npm', ['pack', '--dry-run', '--json', '--silent'], repo))[0].files.map((f) => f.path);
   if (files.some((f) => f.startsWith('src/') || f.startsWith('test/') || f.startsWith('node_modules/'))) {
-    throw new Error(`the package ships source or test files: ${files.filter((f) => !f.startsWith('dist/')).join(', ')}`);
+    throw new Error(
+      `the package ships source or test files: ${files.filter((f) => !f.startsWith('dist/')).join(', ')}`,
+    );
   }
   writeFileSync(join(scratch, 'package.json'), JSON.stringify({ name: 'scratch', private: true, type: 'module' }));
   run('npm', ['install', '--no-audit', '--no-fund', '--ignore-scripts', join(scratch, tarball)], scratch);
@@ -44,7 +47,15 @@ for (const [name, m] of Object.entries(modules)) {
   writeFileSync(
     join(scratch, 'tsconfig.json'),
     JSON.stringify({
-      compilerOptions: { module: 'nodenext', target: 'es2023', strict: true, noEmit: true, types: ['node'], skipLibCheck: false, lib: ['es2023', 'dom'] },
+      compilerOptions: {
+        module: 'nodenext',
+        target: 'es2023',
+        strict: true,
+        noEmit: true,
+        types: ['node'],
+        skipLibCheck: false,
+        lib: ['es2023', 'dom'],
+      },
       files: ['check.ts'],
     }),
   );
@@ -64,7 +75,9 @@ for (const [name, m] of Object.entries(modules)) {
   if (!/^201 \S+ false 1$/m.test(output)) throw new Error(`the quick start printed ${JSON.stringify(output)}`);
   console.log(`quick start ran as written: ${output.trim()}`);
   const pkg = JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8'));
-  console.log(`pack-check: ${tarball} (${files.length} files) imports and type-checks from ${entries.length} entry points, version ${pkg.version}`);
+  console.log(
+    `pack-check: ${tarball} (${files.length} files) imports and type-checks from ${entries.length} entry points, version ${pkg.version}`,
+  );
 } finally {
   rmSync(scratch, { recursive: true, force: true });
 }

@@ -12,9 +12,9 @@ import {
   OutcomeUnknownError,
   ResponseValidationError,
 } from '../src/index.js';
-import { BASE, useContract } from './helpers/contract.js';
+import { BASE, setupContract } from './helpers/contract.js';
 
-const { contract, msw, client } = useContract();
+const { contract, msw, client } = setupContract();
 const Payment = z.object({ id: z.string(), amount: z.number() });
 const body = { amount: 4200, currency: 'eur' };
 

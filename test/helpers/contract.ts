@@ -9,7 +9,7 @@ export const BASE = 'https://api.test/';
  * One MSW-mounted contract server per test file, reset after each test, and a factory of
  * clients over a shared memory store (so "a new client over the same store" is a restart).
  */
-export function useContract(serverOptions: ContractServerOptions = {}) {
+export function setupContract(serverOptions: ContractServerOptions = {}) {
   const contract = createContractServer(serverOptions);
   const msw = setupServer(...mswHandlers(contract, { baseUrl: BASE }));
   beforeAll(() => msw.listen({ onUnhandledFrame: 'error' }));
