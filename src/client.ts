@@ -59,7 +59,7 @@ export interface ClientOptions {
 }
 
 export interface IntentOptions {
-  /** Use this key instead of minting one (1–255 printable ASCII characters). */
+  /** Use this key instead of minting one: 1–255 printable ASCII characters, no space at either end. */
   key?: string;
 }
 

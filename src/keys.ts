@@ -23,7 +23,7 @@ export function mintKey(kind: KeyKind, scope: string, name: string): string {
   return kind === 'v4' ? v4() : v7();
 }
 
-/** Checks a caller-supplied key: 1 to 255 printable ASCII characters. */
+/** Checks a caller-supplied key: 1 to 255 printable ASCII characters, no space at either end. */
 export function validateKey(key: unknown, context: { intent?: string; scope?: string } = {}): string {
   if (typeof key !== 'string') throw new InvalidKeyError(`expected a string, got ${typeof key}`, context);
   if (key.length === 0) throw new InvalidKeyError('it is empty', context);
@@ -31,5 +31,7 @@ export function validateKey(key: unknown, context: { intent?: string; scope?: st
     throw new InvalidKeyError(`it is ${key.length} characters long; at most ${MAX_KEY_LENGTH} are allowed`, context);
   if (!isPrintableAscii(key))
     throw new InvalidKeyError('it must contain printable ASCII characters only (0x20-0x7E)', context);
+  // HTTP trims header values: a bare key (stripe, run() transports) would reach the server as another key.
+  if (key.trim() !== key) throw new InvalidKeyError('it starts or ends with a space', context);
   return key;
 }
