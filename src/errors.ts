@@ -23,7 +23,10 @@ export interface ErrorContext {
   cause?: unknown;
 }
 
-/** Base class of every error oncely throws. Switch on `code`. */
+/**
+ * Base class of every error oncely throws. Switch on `code`. Messages never contain the
+ * idempotency key (it can replay a request, so it stays out of logs); read `error.key`.
+ */
 export class OncelyError extends Error {
   readonly code: OncelyErrorCode;
   readonly key: string | undefined;
@@ -61,7 +64,7 @@ export class KeyReusedError extends OncelyError {
   constructor(answer: ServerAnswer, context: ErrorContext) {
     super(
       'KEY_REUSED',
-      `The server rejected idempotency key ${context.key} for intent "${context.intent}": it was already used with a different request (HTTP ${answer.status}). Nothing was retried. Use a new intent for a different request.`,
+      `The server rejected the idempotency key of intent "${context.intent}": it was already used with a different request (HTTP ${answer.status}). Nothing was retried. Use a new intent for a different request.`,
       context,
     );
     this.status = answer.status;
@@ -99,7 +102,7 @@ export class OutcomeUnknownError extends OncelyError {
     super(
       code,
       message ??
-        `The outcome of intent "${context.intent}" is unknown after ${context.attempts ?? 0} attempt(s): the request may or may not have taken effect. Its key ${context.key} is kept; send the same request under the same intent name to resume safely.`,
+        `The outcome of intent "${context.intent}" is unknown after ${context.attempts ?? 0} attempt(s): the request may or may not have taken effect. Its key is kept (error.key); send the same request under the same intent name to resume safely.`,
       context,
     );
     this.lastAnswer = context.lastAnswer;
@@ -115,7 +118,7 @@ export class InProgressError extends OutcomeUnknownError {
     super(
       context,
       'IN_PROGRESS',
-      `The server still reports intent "${context.intent}" (key ${context.key}) as in progress after ${context.attempts ?? 0} attempt(s). The intent is kept as unknown; resume later with the same intent name.`,
+      `The server still reports intent "${context.intent}" as in progress after ${context.attempts ?? 0} attempt(s). The intent is kept as unknown; resume later with the same intent name.`,
     );
   }
 }
@@ -130,7 +133,7 @@ export class IntentExpiredError extends OncelyError {
   constructor(context: ErrorContext & { createdAt: number; keyTtl: number }) {
     super(
       'INTENT_EXPIRED',
-      `Intent "${context.intent}" has an unknown outcome and its key ${context.key} is older than keyTtl (${context.keyTtl} ms): the server may no longer remember it, so resending could repeat the effect. Reconcile the operation by its key, then call intent.reset().`,
+      `Intent "${context.intent}" has an unknown outcome and its key is older than keyTtl (${context.keyTtl} ms): the server may no longer remember it, so resending could repeat the effect. Reconcile the operation by its key (error.key), then call intent.reset().`,
       context,
     );
     this.createdAt = context.createdAt;
@@ -172,7 +175,7 @@ export class ResponseValidationError extends OncelyError {
     const first = issues[0];
     super(
       'RESPONSE_VALIDATION',
-      `The response to intent "${context.intent}" (HTTP ${answer.status}) did not match the schema${first ? `: ${first.message}` : ''}. The request succeeded on the server; the intent is kept as succeeded with key ${context.key}.`,
+      `The response to intent "${context.intent}" (HTTP ${answer.status}) did not match the schema${first ? `: ${first.message}` : ''}. The request succeeded on the server; the intent is kept as succeeded with its key.`,
       context,
     );
     this.status = answer.status;

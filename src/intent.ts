@@ -190,6 +190,7 @@ export class Intent {
       const budget = this.#budget();
       let lastStatus: number | undefined;
       let lastOutcome: Outcome | undefined;
+      let lastReplayed = false;
       try {
         const value = await pRetry(
           async (attempt) => {
@@ -207,6 +208,7 @@ export class Intent {
               const thrown = classifyThrown(error, this.ctx.profile, options.classify);
               lastStatus = thrown.status;
               lastOutcome = thrown.outcome;
+              lastReplayed = thrown.replayed === true;
               if (thrown.outcome === 'in_progress' && thrown.status)
                 this.#emit({ type: 'conflict', status: thrown.status });
               if (thrown.outcome !== 'retryable' && thrown.outcome !== 'in_progress') return;
@@ -241,7 +243,8 @@ export class Intent {
           this.#emit({ type: 'mismatch', source: 'server', ...(lastStatus ? { status: lastStatus } : {}) });
           throw error;
         }
-        if (lastOutcome === 'failed' || lastOutcome === undefined) {
+        const definitive = lastOutcome === 'failed' || lastOutcome === undefined;
+        if (definitive && (budget.attempts === 1 || lastReplayed)) {
           await this.#settle({ state: 'failed', attempts: budget.attempts, status: lastStatus });
           this.#emit({
             type: 'failure',
@@ -446,6 +449,13 @@ export class Intent {
       throw outcome === 'in_progress'
         ? new InProgressError({ ...ctx, lastAnswer })
         : new OutcomeUnknownError({ ...ctx, lastAnswer });
+    }
+    if (outcome === 'failed' && !replayed && attempts > 1) {
+      // An earlier attempt went unanswered and may have taken effect; this error came
+      // from in front of the idempotency layer (an auth proxy, a gateway). Keep the key.
+      await this.#settle({ state: 'unknown', attempts, status: answer.status });
+      this.#emit({ type: 'unknown', attempts });
+      throw new OutcomeUnknownError({ ...ctx, lastAnswer });
     }
     await this.#settle({ state: 'failed', attempts, status: answer.status });
     if (outcome === 'mismatch') {

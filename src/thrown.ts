@@ -5,6 +5,8 @@ export interface ThrownOutcome {
   outcome: Outcome;
   status?: number;
   headers?: Headers;
+  /** The error carried the profile's replay marker: the server's stored answer. */
+  replayed?: boolean;
 }
 
 /** Your own mapping from a thrown error to an outcome; `undefined` falls back to the default. */
@@ -47,10 +49,10 @@ export function classifyThrown(error: unknown, profile: Profile, custom?: RunCla
   if (status !== undefined) {
     const body = e.raw ?? e.body ?? e.data ?? e.response?.data;
     let outcome = profile.classify({ status, headers: headers ?? new Headers(), body });
+    const replayed = headers !== undefined && isReplayed(headers, profile.replayHeaders);
     // A replayed error is the server's stored answer, as in http-send's classify(): not retried.
-    if (headers && isReplayed(headers, profile.replayHeaders) && (outcome === 'retryable' || outcome === 'in_progress'))
-      outcome = 'failed';
-    return { outcome, status, ...(headers ? { headers } : {}) };
+    if (replayed && (outcome === 'retryable' || outcome === 'in_progress')) outcome = 'failed';
+    return { outcome, status, replayed, ...(headers ? { headers } : {}) };
   }
   const name = typeof e.name === 'string' ? e.name : '';
   const code = typeof e.code === 'string' ? e.code : '';

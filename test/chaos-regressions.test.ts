@@ -1,7 +1,7 @@
 /**
  * Counter-examples the chaos model and the fuzzers found, kept as fixed cases: the shrunk
  * schedule fast-check printed, replayed through the same model and invariants, plus a
- * plain test of the same path. Then the known gaps, not fixed, marked `it.fails`.
+ * plain test of the same path.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalCoordinator } from '../src/coordinator.js';
@@ -144,15 +144,12 @@ describe('regressions found by the chaos model and the fuzzers', () => {
   });
 });
 
-describe('known gap: a definitive failure after an attempt whose outcome was unknown', () => {
-  // Not fixed (a state-machine decision for the lead): a call ends `failed` on its last
-  // answer even when an earlier attempt of the same intent may have taken effect. A
-  // 401 from an auth layer in front of the idempotency layer (token expired between
-  // attempts), or a transport bug thrown on a retry in run(), then leaves the intent
-  // `failed` with its effect done, and an app that shows "failed, try again" forms a new
-  // intent: a second effect. Safer: settle `unknown` (key kept) when an earlier attempt
-  // had no definitive answer. These tests fail today and are marked so.
-  it.fails('post(): drop after commit, then a 401 in front of the idempotency layer: not `failed`', async () => {
+describe('a definitive failure after an attempt whose outcome was unknown', () => {
+  // A call used to end `failed` on its last answer even when an earlier attempt may have
+  // taken effect (a 401 from an auth layer in front of the idempotency layer, a transport
+  // bug thrown on a retry in run()); an app showing "failed, try again" would then form a
+  // new intent: a second effect. Now it settles `unknown` with the key kept.
+  it('post(): drop after commit, then a 401 in front of the idempotency layer: not `failed`', async () => {
     const contract = createContractServer({ now: () => Date.now() });
     contract.inject({ fault: 'drop-after-commit' }, { fault: 'status', status: 401 });
     const client = createClient({
@@ -167,7 +164,7 @@ describe('known gap: a definitive failure after an attempt whose outcome was unk
     expect(intent.state).not.toBe('failed');
   });
 
-  it.fails('run(): a network error, then a transport bug on the retry: not `failed`', async () => {
+  it('run(): a network error, then a transport bug on the retry: not `failed`', async () => {
     const client = createClient({ baseUrl: 'https://api.test/', store: new MemoryStore(), retry: { maxAttempts: 3 } });
     const intent = await drive(client.intent('payout'));
     await drive(

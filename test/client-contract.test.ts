@@ -375,3 +375,45 @@ describe('expiry', () => {
     expect((await api.pending())[0]).toMatchObject({ expired: true });
   });
 });
+
+describe('keys stay out of error messages (they end up in logs)', () => {
+  it('no error message contains the key; error.key carries it', async () => {
+    let now = Date.parse('2026-11-30T00:00:00Z');
+    const api = client({ now: () => now, keyTtl: 60_000, retry: { maxAttempts: 2, maxRetryAfter: 1 } });
+    const errors: unknown[] = [];
+    const attempt = async (
+      name: string,
+      options: Parameters<Awaited<ReturnType<typeof api.intent>>['post']>[1] = {},
+    ) => {
+      const intent = await api.intent(name);
+      errors.push(await intent.post('payments', { json: body, ...options }).catch((e: unknown) => e));
+      return intent;
+    };
+    contract.inject({ fault: 'fail-before-commit', times: 2 });
+    const unknown = await attempt('unknown'); // OutcomeUnknownError
+    contract.inject({ fault: 'in-progress', ms: 60_000, retryAfter: 0, times: 2 });
+    await attempt('in-progress'); // InProgressError
+    contract.inject({ fault: 'status', status: 402, store: true });
+    await attempt('declined'); // HttpError
+    await attempt('schema', { schema: z.object({ nope: z.number() }) }); // ResponseValidationError
+    const reused = await api.intent('reused', { key: (await api.intent('declined')).key });
+    errors.push(await reused.post('payments', { json: { other: true } }).catch((e: unknown) => e)); // KeyReusedError
+    errors.push(await unknown.post('payments', { json: { changed: true } }).catch((e: unknown) => e)); // IntentMismatchError
+    now += 60_001;
+    errors.push(await unknown.post('payments', { json: body }).catch((e: unknown) => e)); // IntentExpiredError
+    expect(errors.map((e) => (e as Error).name)).toEqual([
+      'OutcomeUnknownError',
+      'InProgressError',
+      'HttpError',
+      'ResponseValidationError',
+      'KeyReusedError',
+      'IntentMismatchError',
+      'IntentExpiredError',
+    ]);
+    for (const error of errors) {
+      const { key, message } = error as { key: string; message: string };
+      expect(key).toMatch(/^[0-9a-f-]{36}$/);
+      expect(message).not.toContain(key);
+    }
+  });
+});
