@@ -98,11 +98,29 @@ export function createContractServer(options: ContractServerOptions = {}): Contr
 
   const name = config.headerName;
 
+  /**
+   * Requests held by a `hang`, kept strongly reachable: a Request's signal follows the
+   * caller's through a weak reference, so an otherwise unreferenced hung Request (and
+   * its signal) could be garbage-collected and never release its key.
+   */
+  const hung = new Set<Request>();
+
   /** Resolves when the client gives up (the request's signal aborts) or on `reset()`. */
-  const released = (signal: AbortSignal): Promise<void> => {
-    const either = AbortSignal.any([signal, hangs.signal]);
-    if (either.aborted) return Promise.resolve();
-    return new Promise((resolve) => either.addEventListener('abort', () => resolve(), { once: true }));
+  const released = (request: Request): Promise<void> => {
+    const { signal } = request;
+    if (signal.aborted || hangs.signal.aborted) return Promise.resolve();
+    hung.add(request);
+    const resetSignal = hangs.signal;
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        hung.delete(request);
+        signal.removeEventListener('abort', done);
+        resetSignal.removeEventListener('abort', done);
+        resolve();
+      };
+      signal.addEventListener('abort', done, { once: true });
+      resetSignal.addEventListener('abort', done, { once: true });
+    });
   };
 
   async function runRoute(ex: Exchange, handler: RouteHandler, params: Record<string, string>, text: string) {
@@ -141,7 +159,7 @@ export function createContractServer(options: ContractServerOptions = {}): Contr
     const { fault } = ex;
     if (fault?.fault === 'hang') {
       ex.faultApplied = true;
-      await released(ex.request.signal);
+      await released(ex.request);
       if (claim) records.release(claim.id, claim.record);
       return Response.error();
     }
@@ -247,7 +265,7 @@ export function createContractServer(options: ContractServerOptions = {}): Contr
     let response = await answer(ex);
     if (fault?.fault === 'delay' && !ex.faultApplied) await sleep(fault.ms);
     if (fault?.fault === 'hang' && !ex.faultApplied) {
-      await released(request.signal);
+      await released(request);
       response = Response.error();
     }
     if (fault?.fault === 'drop-after-commit') response = Response.error();
