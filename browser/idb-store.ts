@@ -1,7 +1,7 @@
 import { del, get } from 'idb-keyval';
-import { type QuarantineEntry, type QuarantineMarker, readSlot } from '../src/corrupt-records.js';
-import { CorruptRecordError, InvalidArgumentError } from '../src/errors.js';
-import { parseRecord } from '../src/record.js';
+import { corruptRecordError, type QuarantineEntry, type QuarantineMarker, readSlot } from '../src/corrupt-records.js';
+import { CorruptRecordError } from '../src/errors.js';
+import { parseRecord, validRecord } from '../src/record.js';
 import {
   type ClaimResult,
   type IntentRecord,
@@ -10,6 +10,7 @@ import {
   type RecordUpdater,
   type Store,
   type StoreEvent,
+  StoreListeners,
   SWEEPABLE_STATES,
 } from '../src/store.js';
 import {
@@ -88,7 +89,7 @@ export class IdbStore implements Store, ObservableStore {
   readonly #storeName: string;
   readonly #sweepBatch: number;
   readonly #now: () => number;
-  readonly #listeners = new Set<(event: StoreEvent) => void>();
+  readonly #listeners = new StoreListeners();
   #sweepAfter: IDBValidKey | undefined;
 
   constructor(options: IdbStoreOptions = {}) {
@@ -254,10 +255,7 @@ export class IdbStore implements Store, ObservableStore {
   }
 
   subscribe(listener: (event: StoreEvent) => void): () => void {
-    this.#listeners.add(listener);
-    return () => {
-      this.#listeners.delete(listener);
-    };
+    return this.#listeners.add(listener);
   }
 
   async close(): Promise<void> {
@@ -266,7 +264,7 @@ export class IdbStore implements Store, ObservableStore {
 
   #run<T>(mode: IDBTransactionMode, body: (store: IDBObjectStore, tx: TxControl<T>) => void): Promise<T> {
     return runTransaction(this.#db.use, mode, body, (events) => {
-      for (const event of events) this.#emit(event);
+      for (const event of events) this.#listeners.emit(event);
     });
   }
 
@@ -319,33 +317,4 @@ export class IdbStore implements Store, ObservableStore {
   #location(key: IDBValidKey): string {
     return `indexeddb:${this.#dbName}/${this.#storeName}/${JSON.stringify(key)}`;
   }
-
-  #emit(event: StoreEvent): void {
-    for (const listener of this.#listeners) {
-      try {
-        listener(event);
-      } catch (error) {
-        queueMicrotask(() => {
-          throw error;
-        });
-      }
-    }
-  }
 }
-
-function validRecord(value: unknown, scope: string, name: string): IntentRecord {
-  const parsed = parseRecord(value);
-  if ('reason' in parsed) {
-    throw new InvalidArgumentError(`Refusing to store an ${parsed.reason}.`, { scope, intent: name });
-  }
-  if (parsed.record.scope !== scope || parsed.record.name !== name) {
-    throw new InvalidArgumentError(
-      `Refusing to store the record of intent "${parsed.record.name}" (scope "${parsed.record.scope}") under intent "${name}" (scope "${scope}").`,
-      { scope, intent: name },
-    );
-  }
-  return parsed.record;
-}
-
-const corruptRecordError = (scope: string, name: string, marker: QuarantineMarker) =>
-  new CorruptRecordError({ scope, intent: name, reason: marker.reason, location: marker.location });

@@ -1,9 +1,15 @@
 import type { Dir } from 'node:fs';
 import { opendir, readdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { isQuarantineMarker, type QuarantineMarker, readSlot, type SlotState } from '../src/corrupt-records.js';
-import { CorruptRecordError, InvalidArgumentError } from '../src/errors.js';
-import { parseRecord } from '../src/record.js';
+import {
+  corruptRecordError,
+  isQuarantineMarker,
+  type QuarantineMarker,
+  readSlot,
+  type SlotState,
+} from '../src/corrupt-records.js';
+import { CorruptRecordError } from '../src/errors.js';
+import { parseRecord, validRecord } from '../src/record.js';
 import {
   type ClaimResult,
   type IntentRecord,
@@ -12,6 +18,7 @@ import {
   type RecordUpdater,
   type Store,
   type StoreEvent,
+  StoreListeners,
   SWEEPABLE_STATES,
 } from '../src/store.js';
 import { BatchWriter } from './batch-writer.js';
@@ -158,7 +165,7 @@ export class FileStore implements Store, ObservableStore {
   readonly #trashDir: string;
   readonly #writers = new Map<string, BatchWriter>();
   readonly #tails = new Map<string, Promise<unknown>>();
-  readonly #listeners = new Set<(event: StoreEvent) => void>();
+  readonly #listeners = new StoreListeners();
   readonly #background = new Set<Promise<unknown>>();
   readonly #sweepBatch: number;
   /** The position (`<sid>/<file name>`) of the last file the previous sweep examined. */
@@ -332,10 +339,7 @@ export class FileStore implements Store, ObservableStore {
   }
 
   subscribe(listener: (event: StoreEvent) => void): () => void {
-    this.#listeners.add(listener);
-    return () => {
-      this.#listeners.delete(listener);
-    };
+    return this.#listeners.add(listener);
   }
 
   /** Waits for pending writes, a running sweep and background clean-up. The store holds no open files. */
@@ -462,7 +466,7 @@ export class FileStore implements Store, ObservableStore {
       at,
     };
     await this.#writer(sid).submit({ kind: 'replace', file, line: encodeLine(id, replacement) });
-    this.#emit({
+    this.#listeners.emit({
       type: 'quarantine',
       reason: `${reason}; ${salvaged ? 'its key was kept and the intent set to unknown' : 'no usable key: the intent is blocked until it is reconciled and deleted'}`,
       location,
@@ -623,18 +627,6 @@ export class FileStore implements Store, ObservableStore {
     });
     return undefined;
   }
-
-  #emit(event: StoreEvent): void {
-    for (const listener of this.#listeners) {
-      try {
-        listener(event);
-      } catch (error) {
-        queueMicrotask(() => {
-          throw error;
-        });
-      }
-    }
-  }
 }
 
 /** Creates a {@link FileStore} and prepares its directory; rejects if it cannot be used. */
@@ -644,22 +636,7 @@ export async function openFileStore(options: FileStoreOptions = {}): Promise<Fil
   return store;
 }
 
-function validRecord(value: unknown, scope: string, name: string): IntentRecord {
-  const parsed = parseRecord(value);
-  if ('reason' in parsed) {
-    throw new InvalidArgumentError(`Refusing to store an ${parsed.reason}.`, { scope, intent: name });
-  }
-  if (parsed.record.scope !== scope || parsed.record.name !== name) {
-    throw new InvalidArgumentError(
-      `Refusing to store the record of intent "${parsed.record.name}" (scope "${parsed.record.scope}") under intent "${name}" (scope "${scope}").`,
-      { scope, intent: name },
-    );
-  }
-  return parsed.record;
-}
-
-const blockedError = (slot: Slot, marker: QuarantineMarker) =>
-  new CorruptRecordError({ scope: slot.scope, intent: slot.name, reason: marker.reason, location: marker.location });
+const blockedError = (slot: Slot, marker: QuarantineMarker) => corruptRecordError(slot.scope, slot.name, marker);
 
 function ignoreBlocked(error: unknown): undefined {
   if (error instanceof CorruptRecordError) return undefined;

@@ -1,3 +1,4 @@
+import { CorruptRecordError } from './errors.js';
 import { parseRecord } from './record.js';
 import type { IntentRecord } from './store.js';
 
@@ -90,3 +91,7 @@ function salvage(value: unknown, scope: string, name: string, now: number): Inte
   const check = parseRecord(record);
   return 'record' in check ? check.record : undefined;
 }
+
+/** The error a blocked intent answers with until the app reconciles and deletes it. */
+export const corruptRecordError = (scope: string, name: string, marker: QuarantineMarker) =>
+  new CorruptRecordError({ scope, intent: name, reason: marker.reason, location: marker.location });

@@ -1,4 +1,5 @@
 import * as z from 'zod/mini';
+import { InvalidArgumentError } from './errors.js';
 import type { IntentRecord } from './store.js';
 
 const intentRecordSchema = z.object({
@@ -25,4 +26,19 @@ export function parseRecord(value: unknown): { record: IntentRecord } | { reason
   return {
     reason: `invalid intent record: ${issue ? `${issue.path.join('.') || '(root)'}: ${issue.message}` : 'unknown'}`,
   };
+}
+
+/** Checks a record a store is asked to write: valid, and filed under its own scope and name. */
+export function validRecord(value: unknown, scope: string, name: string): IntentRecord {
+  const parsed = parseRecord(value);
+  if ('reason' in parsed) {
+    throw new InvalidArgumentError(`Refusing to store an ${parsed.reason}.`, { scope, intent: name });
+  }
+  if (parsed.record.scope !== scope || parsed.record.name !== name) {
+    throw new InvalidArgumentError(
+      `Refusing to store the record of intent "${parsed.record.name}" (scope "${parsed.record.scope}") under intent "${name}" (scope "${scope}").`,
+      { scope, intent: name },
+    );
+  }
+  return parsed.record;
 }

@@ -141,29 +141,19 @@ describe('IdbStore quarantine on bulk reads', () => {
     expect((await store.get('u1', 'a'))?.key).toBe('k-a');
   });
 
-  it('a throwing listener does not break the store', async () => {
+  it('a throwing listener does not break the store; the error is reported on the console', async () => {
     const { store } = await storeWith({ ...record('pay', 'k'), state: 'x' });
     store.subscribe(() => {
       throw new Error('listener bug');
     });
-    // The error is rethrown later, outside the store (as an uncaught error), not into it.
-    const deferred: (() => void)[] = [];
-    const spy = vi.spyOn(globalThis, 'queueMicrotask').mockImplementation((fn) => {
-      deferred.push(fn);
-    });
+    const spy = vi.spyOn(console, 'error').mockImplementation(() => {});
     try {
       expect((await store.get('u1', 'pay'))?.key).toBe('k');
+      expect(spy.mock.calls.some((args) => args.some((a) => a instanceof Error && a.message === 'listener bug'))).toBe(
+        true,
+      );
     } finally {
       spy.mockRestore();
     }
-    const errors = deferred.map((fn) => {
-      try {
-        fn();
-        return undefined;
-      } catch (error) {
-        return error;
-      }
-    });
-    expect(errors).toEqual([new Error('listener bug')]);
   });
 });
