@@ -1,62 +1,14 @@
 // @vitest-environment happy-dom
-import { act, cleanup, render, renderHook, waitFor } from '@testing-library/react';
-import { setupServer } from 'msw/node';
+import { act, render, renderHook, waitFor } from '@testing-library/react';
 import { Activity, StrictMode } from 'react';
-import { afterAll, afterEach, beforeAll, describe, expect, expectTypeOf, it, vi } from 'vitest';
+import { describe, expect, expectTypeOf, it, vi } from 'vitest';
 import * as z from 'zod/mini';
-import {
-  type Client,
-  type ClientOptions,
-  createClient,
-  type Intent,
-  KeyReusedError,
-  MemoryStore,
-  OutcomeUnknownError,
-  type Store,
-} from '../src/index.js';
-import { createContractServer, mswHandlers } from '../src/mock/index.js';
+import { type Client, KeyReusedError, MemoryStore, OutcomeUnknownError } from '../src/index.js';
 import { IdempotentMutationObserver } from '../src/mutation-observer.js';
 import { type UseIdempotentMutationResult, useIdempotentMutation } from '../src/react/index.js';
+import { cart, gatedFetch, makeClient, NAME, pay, setupHookContract } from './helpers/react.js';
 
-const contract = createContractServer();
-const server = setupServer(...mswHandlers(contract, { baseUrl: 'https://api.test' }));
-beforeAll(() => server.listen({ onUnhandledFrame: 'error' }));
-afterEach(() => {
-  cleanup();
-  contract.reset();
-});
-afterAll(() => server.close());
-
-/**
- * happy-dom's `Response.clone()` empties bodies read from a socket (capricorn86/happy-dom#2353)
- * and ky clones every response: hand ky an in-memory copy.
- */
-const buffered: typeof fetch = async (input, init) => {
-  const res = await fetch(input, init);
-  const body = [101, 204, 205, 304].includes(res.status) ? null : await res.arrayBuffer();
-  return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
-};
-
-const makeClient = (store: Store, options: Partial<ClientOptions> = {}) =>
-  createClient({ baseUrl: 'https://api.test/', store, fetch: buffered, retry: { baseDelay: 1 }, ...options });
-
-const cart = { amount: 4200, currency: 'EUR' };
-const pay = (intent: Intent) => intent.post('payments', { json: cart });
-const NAME = 'checkout:cart_1';
-
-/** A fetch whose responses wait for `release()` (the server has already answered). */
-function gatedFetch() {
-  let release!: () => void;
-  const gate = new Promise<void>((resolve) => {
-    release = resolve;
-  });
-  const fetch: typeof globalThis.fetch = async (input, init) => {
-    const res = await buffered(input, init);
-    await gate;
-    return res;
-  };
-  return { fetch, release };
-}
+const { contract } = setupHookContract();
 
 function Checkout(props: { client: Client; onRender: (m: UseIdempotentMutationResult<unknown>) => void }) {
   props.onRender(useIdempotentMutation({ client: props.client, intent: NAME, request: pay }));
