@@ -9,6 +9,7 @@ import {
   type SlotState,
 } from '../src/corrupt-records.js';
 import { CorruptRecordError } from '../src/errors.js';
+import { KeyedQueue } from '../src/keyed-queue.js';
 import { parseRecord, validRecord } from '../src/record.js';
 import {
   type ClaimResult,
@@ -164,7 +165,7 @@ export class FileStore implements Store, ObservableStore {
   readonly #quarantineDir: string;
   readonly #trashDir: string;
   readonly #writers = new Map<string, BatchWriter>();
-  readonly #tails = new Map<string, Promise<unknown>>();
+  readonly #queue = new KeyedQueue();
   readonly #listeners = new StoreListeners();
   readonly #background = new Set<Promise<unknown>>();
   readonly #sweepBatch: number;
@@ -387,16 +388,8 @@ export class FileStore implements Store, ObservableStore {
   }
 
   /** Runs `fn` after every earlier operation of this process on the same intent. */
-  async #exclusive<T>(id: string, fn: () => Promise<T>): Promise<T> {
-    const previous = this.#tails.get(id) ?? Promise.resolve();
-    const run = previous.then(fn, fn);
-    const tail = run.catch(() => undefined);
-    this.#tails.set(id, tail);
-    try {
-      return await run;
-    } finally {
-      if (this.#tails.get(id) === tail) this.#tails.delete(id);
-    }
+  #exclusive<T>(id: string, fn: () => Promise<T>): Promise<T> {
+    return this.#queue.run(id, fn);
   }
 
   #classify(slot: Slot, text: string): { state: SlotState; value: unknown } {

@@ -1,3 +1,4 @@
+import { KeyedQueue } from './keyed-queue.js';
 import type { IntentRecord } from './store.js';
 
 /**
@@ -17,19 +18,10 @@ export interface IntentCoordinator {
 
 /** A coordinator for one client alone: a promise chain per intent, nothing published. */
 export class LocalCoordinator implements IntentCoordinator {
-  readonly #tails = new Map<string, Promise<unknown>>();
+  readonly #queue = new KeyedQueue();
 
-  async exclusive<T>(scope: string, name: string, fn: () => Promise<T>): Promise<T> {
-    const id = JSON.stringify([scope, name]);
-    const previous = this.#tails.get(id) ?? Promise.resolve();
-    const run = previous.then(fn, fn);
-    const tail = run.catch(() => undefined);
-    this.#tails.set(id, tail);
-    try {
-      return await run;
-    } finally {
-      if (this.#tails.get(id) === tail) this.#tails.delete(id);
-    }
+  exclusive<T>(scope: string, name: string, fn: () => Promise<T>): Promise<T> {
+    return this.#queue.run(JSON.stringify([scope, name]), fn);
   }
 
   publish(): void {}
