@@ -9,7 +9,11 @@
  *   `local` the same with a `LocalCoordinator` (locks within the page only), to show
  *   what the cross-tab lock costs;
  * - `benchLastClick()`: resolves, once the response of the click is shown, with the
- *   click's timings: event time, handler start, `in_flight` stored, `fetch` called.
+ *   click's timings: event time, handler start, `in_flight` stored, `fetch` called;
+ * - `benchBareClaims()`: the latencies of the clicks on `#bare` so far, each of which
+ *   starts one bare `IdbStore` claim in its handler: the floor of any durable write
+ *   made in response to a click, since Chromium defers IndexedDB (and Web Locks) replies
+ *   after a click until the next frame is drawn (`DeferRendererTasksAfterInput`).
  */
 import { createClient, LocalCoordinator } from 'oncely';
 import { IdbStore } from 'oncely/browser';
@@ -33,21 +37,22 @@ globalThis.fetch = (input, init) => {
   return realFetch(input, init);
 };
 
+const record = (name: string) => {
+  const now = Date.now();
+  return {
+    v: 1 as const,
+    scope: 'bench',
+    name,
+    key: crypto.randomUUID(),
+    state: 'ready' as const,
+    attempts: 0,
+    createdAt: now,
+    updatedAt: now,
+  };
+};
+
 async function benchIdb(n: number): Promise<number[]> {
   const store = new IdbStore({ dbName: `bench-${crypto.randomUUID()}` });
-  const record = (name: string) => {
-    const now = Date.now();
-    return {
-      v: 1 as const,
-      scope: 'bench',
-      name,
-      key: crypto.randomUUID(),
-      state: 'ready' as const,
-      attempts: 0,
-      createdAt: now,
-      updatedAt: now,
-    };
-  };
   for (let i = 0; i < 20; i++) await store.claim(record(`warm-${i}`));
   const samples: number[] = [];
   for (let i = 0; i < n; i++) {
@@ -59,6 +64,21 @@ async function benchIdb(n: number): Promise<number[]> {
   await store.close?.();
   return samples;
 }
+
+const bareStore = new IdbStore({ dbName: 'bench-bare' });
+const bareClaims: number[] = [];
+const bare = document.createElement('button');
+bare.id = 'bare';
+bare.textContent = 'bare claim';
+bare.addEventListener('click', () => {
+  const start = performance.now();
+  void bareStore.claim(record(`bare-${crypto.randomUUID()}`)).then(() => bareClaims.push(performance.now() - start));
+});
+document.body.append(bare);
+const benchBareClaims = async (n: number): Promise<number[]> => {
+  while (bareClaims.length < n) await new Promise((resolve) => setTimeout(resolve, 5));
+  return bareClaims.slice();
+};
 
 const baseUrl = `${location.origin}/`;
 const clients = {
@@ -126,4 +146,4 @@ function benchMount(variant: keyof typeof clients): Promise<void> {
 
 const benchLastClick = (): Promise<Click> | undefined => lastClick;
 
-Object.assign(globalThis, { benchIdb, benchMount, benchLastClick, benchReady: true });
+Object.assign(globalThis, { benchIdb, benchMount, benchLastClick, benchBareClaims, benchReady: true });

@@ -4,6 +4,12 @@
  * a click and its request leaving (`fetch` called) with `useIdempotentMutation`, whose
  * key is claimed on mount. The page (browser-page.ts) is bundled with esbuild and served,
  * with the API it posts to, from one node:http server on 127.0.0.1.
+ *
+ * Chromium defers IndexedDB and Web Locks replies that follow a click until the next
+ * frame is drawn (`DeferRendererTasksAfterInput`, on by default), so two baselines are
+ * measured in the same run: a bare claim started in a click handler (the floor of any
+ * durable write before a request) and the hook's click dispatched by script
+ * (`element.click()`: no input event, no deferral; what oncely itself adds).
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -40,6 +46,10 @@ export interface BrowserResult {
   click: ClickResult;
   /** The same with a LocalCoordinator: what the cross-tab lock costs. */
   clickLocalLock: ClickResult;
+  /** The default client, the click dispatched by script: no input event, no deferral until the next frame. */
+  clickScript: ClickResult;
+  /** A bare `IdbStore` claim started in a click handler (real input): the browser's floor. */
+  bareClaimAfterClick: { n: number } & Timing;
 }
 
 async function bundlePage(): Promise<string> {
@@ -108,27 +118,37 @@ export async function measureBrowser(options: { claims: number; clicks: number }
     const isolated = await page.evaluate(() => globalThis.crossOriginIsolated);
     if (!isolated) throw new Error('the bench page is not cross-origin isolated: timer resolution would be 100 µs');
 
-    const clicks = { weblocks: [] as Click[], local: [] as Click[] };
+    const clicks = { weblocks: [] as Click[], local: [] as Click[], script: [] as Click[] };
+    let bare: number[] = [];
     for (let i = 0; i < options.clicks + 10; i++) {
-      // Alternate the two variants, so that the machine's load hits both alike.
-      for (const variant of ['weblocks', 'local'] as const) {
+      // Alternate the variants, so that the machine's load hits them alike.
+      for (const variant of ['weblocks', 'local', 'script'] as const) {
         await page.evaluate(
           (v) => (globalThis as unknown as { benchMount(v: string): Promise<void> }).benchMount(v),
-          variant,
+          variant === 'local' ? 'local' : 'weblocks',
         );
-        await page.click('#pay');
+        if (variant === 'script') await page.evaluate(() => document.querySelector<HTMLButtonElement>('#pay')!.click());
+        else await page.click('#pay');
         const click = await page.evaluate(() =>
           (globalThis as unknown as { benchLastClick(): Promise<Click> }).benchLastClick(),
         );
         if (i >= 10) clicks[variant].push(click); // the first ones warm up
       }
+      await page.click('#bare');
+      bare = await page.evaluate(
+        (n) => (globalThis as unknown as { benchBareClaims(n: number): Promise<number[]> }).benchBareClaims(n),
+        i + 1,
+      );
     }
+    bare = bare.slice(10);
     if (errors.length > 0) throw new Error(`page errors: ${errors.join('; ')}`);
     return {
       chromium: browser.version(),
       idbClaim: { n: claims.length, ...stat(claims) },
       click: clickResult(clicks.weblocks),
       clickLocalLock: clickResult(clicks.local),
+      clickScript: clickResult(clicks.script),
+      bareClaimAfterClick: { n: bare.length, ...stat(bare) },
     };
   } finally {
     await browser.close();
@@ -137,7 +157,7 @@ export async function measureBrowser(options: { claims: number; clicks: number }
 }
 
 export function browserRows(b: BrowserResult): string[][] {
-  const { idbClaim } = b;
+  const { idbClaim, bareClaimAfterClick: floor } = b;
   const clickRow = (label: string, c: ClickResult) => [
     `${label} (${c.n} clicks)`,
     fmtMs(c.handlerToFetch.medianMs),
@@ -149,7 +169,13 @@ export function browserRows(b: BrowserResult): string[][] {
       fmtMs(idbClaim.medianMs),
       `p95 ${fmtMs(idbClaim.p95Ms)}`,
     ],
+    [
+      `  same, started in a click handler (${floor.n} clicks): the floor`,
+      fmtMs(floor.medianMs),
+      `p95 ${fmtMs(floor.p95Ms)}; Chromium defers IndexedDB replies after a click until the next frame`,
+    ],
     clickRow('click → request leaves, useIdempotentMutation', b.click),
     clickRow('  same, LocalCoordinator (no Web Lock)', b.clickLocalLock),
+    clickRow('  same, click dispatched by script (no deferral)', b.clickScript),
   ];
 }

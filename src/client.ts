@@ -2,6 +2,7 @@ import ky, { type Options as KyOptions } from 'ky';
 import { type IntentCoordinator, LocalCoordinator } from './coordinator.js';
 import { InvalidArgumentError, InvalidKeyError } from './errors.js';
 import { type ClientStats, EventHub, type EventOf, type OncelyEvent, type OncelyEventType } from './events.js';
+import { kySeesBodies } from './http-send.js';
 import { type ClientContext, Intent } from './intent.js';
 import { newRecord } from './intent-state.js';
 import { type KeyKind, mintKey, validateKey } from './keys.js';
@@ -48,7 +49,11 @@ export interface ClientOptions {
   headers?: HeadersInit | (() => HeadersInit);
   /** The fetch to use. @default globalThis.fetch */
   fetch?: typeof globalThis.fetch;
-  /** Extra ky options (hooks for logging, credentials…). oncely owns `retry`, `timeout` and `throwHttpErrors`. */
+  /**
+   * Extra ky options (hooks for logging, credentials…). oncely owns `retry`, `timeout` and
+   * `throwHttpErrors`. An `afterResponse` hook sees the answer a call settles on, not the
+   * ones oncely retries (409, 503…): hear those through `onEvent` (`retry`, `conflict`).
+   */
   ky?: KyOptions;
   /** Hears every event (same as `client.on('*', listener)`). */
   onEvent?: (event: OncelyEvent) => void;
@@ -133,6 +138,7 @@ export function createClient(options: ClientOptions): Client {
     retry: resolveRetryOptions(options.retry),
     keyTtl: options.keyTtl ?? profile.keyTtl,
     ky: ky.create({ ...options.ky, ...(headers && typeof headers !== 'function' ? { headers } : {}) }),
+    kySeesBodies: kySeesBodies(options.ky),
     headers: typeof headers === 'function' ? headers : undefined,
     fetch: options.fetch ?? ((input, init) => globalThis.fetch(input, init)),
     baseUrl: options.baseUrl,

@@ -81,17 +81,26 @@ export class EventHub {
     return () => set.delete(listener as Listener);
   }
 
+  /** True when someone hears events of `type` (directly or through '*'). */
+  listens(type: OncelyEventType): boolean {
+    return (this.#listeners.get(type)?.size ?? 0) > 0 || (this.#listeners.get('*')?.size ?? 0) > 0;
+  }
+
   emit(event: OncelyEvent): void {
     const counter = COUNTED[event.type as keyof typeof COUNTED];
     if (counter) this.stats[counter]++;
-    for (const type of [event.type, '*'] as const) {
-      for (const listener of this.#listeners.get(type) ?? []) {
-        try {
-          listener(event);
-        } catch (error) {
-          // A listener's bug must not break a payment in flight.
-          console.error('oncely: an event listener threw', error);
-        }
+    this.#call(this.#listeners.get(event.type), event);
+    this.#call(this.#listeners.get('*'), event);
+  }
+
+  #call(listeners: Set<Listener> | undefined, event: OncelyEvent): void {
+    if (!listeners) return;
+    for (const listener of listeners) {
+      try {
+        listener(event);
+      } catch (error) {
+        // A listener's bug must not break a payment in flight.
+        console.error('oncely: an event listener threw', error);
       }
     }
   }

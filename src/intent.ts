@@ -33,6 +33,8 @@ export interface ClientContext {
   retry: ResolvedRetryOptions;
   keyTtl: number;
   ky: KyInstance;
+  /** The client's ky options may read bodies: ky gets them (see `kySeesBodies` in http-send). */
+  kySeesBodies: boolean;
   /** Per-call headers from the client options (e.g. a fresh Authorization). */
   headers: (() => HeadersInit) | undefined;
   fetch: typeof globalThis.fetch;
@@ -162,7 +164,7 @@ export class Intent {
       const budget = this.#budget();
       const result = await sendWithKy(
         this.ctx.ky,
-        { method: upper, url, headers, body, signal: options.signal },
+        { method: upper, url, headers, body, signal: options.signal, kySeesBodies: this.ctx.kySeesBodies },
         this.ctx.profile,
         budget,
         {
@@ -324,7 +326,7 @@ export class Intent {
   }
 
   #report(): void {
-    this.ctx.hub.emit({ type: 'state', record: this.record, source: 'local' });
+    if (this.ctx.hub.listens('state')) this.ctx.hub.emit({ type: 'state', record: this.record, source: 'local' });
     this.ctx.coordinator.publish(this.record);
   }
 

@@ -1,0 +1,83 @@
+import { describe, expect, it, vi } from 'vitest';
+import { canonicalJson, fingerprint } from '../src/fingerprint.js';
+import { kySeesBodies } from '../src/http-send.js';
+import { mintKey } from '../src/keys.js';
+import { setupContract } from './helpers/contract.js';
+
+const { contract, client } = setupContract();
+const body = { amount: 4200, currency: 'eur' };
+
+/**
+ * Without ky options that read bodies, the fetch given to ky attaches the request body
+ * to each attempt and ky gets answers without theirs. These check that every party that
+ * may look at a body still sees it.
+ */
+describe('request and response bodies with ky options', () => {
+  it('hooks see both bodies, on every attempt', async () => {
+    contract.inject({ fault: 'fail-before-commit', status: 503, times: 1 });
+    const sent: unknown[] = [];
+    const answers: unknown[] = [];
+    const api = client({
+      ky: {
+        hooks: {
+          beforeRequest: [async ({ request }) => void sent.push(await request.clone().json())],
+          afterResponse: [async ({ response }) => void answers.push(await response.clone().json())],
+        },
+      },
+    });
+    const intent = await api.intent('checkout:hooks');
+    const res = await intent.post('payments', { json: body });
+    expect(res).toMatchObject({ status: 201, attempts: 2 });
+    expect(sent).toEqual([body]);
+    expect(answers).toEqual([expect.objectContaining({ amount: 4200 })]);
+    expect(contract.effects(intent.key)).toBe(1);
+  });
+
+  it('a custom fetch that reads only the Request gets the body on every attempt', async () => {
+    contract.inject({ fault: 'fail-before-commit', status: 503, times: 2 });
+    const bodies: unknown[] = [];
+    const api = client({
+      fetch: async (input) => {
+        const request = input as Request;
+        bodies.push(await request.clone().json());
+        return globalThis.fetch(request);
+      },
+    });
+    const intent = await api.intent('checkout:fetch');
+    const res = await intent.post('payments', { json: body });
+    expect(res).toMatchObject({ status: 201, attempts: 3, replayed: false });
+    expect(bodies).toEqual([body, body, body]);
+    expect(contract.effects(intent.key)).toBe(1);
+  });
+
+  it('kySeesBodies: hooks, progress callbacks and referrer settings', () => {
+    expect(kySeesBodies(undefined)).toBe(false);
+    expect(kySeesBodies({ credentials: 'include', hooks: { afterResponse: [] } })).toBe(false);
+    expect(kySeesBodies({ hooks: { beforeRetry: [() => undefined] } })).toBe(true);
+    expect(kySeesBodies({ onDownloadProgress: () => undefined })).toBe(true);
+    expect(kySeesBodies({ referrerPolicy: 'no-referrer' })).toBe(true);
+  });
+});
+
+describe('fingerprints and keys', () => {
+  it("Node's synchronous hash gives Web Crypto's digest: stored fingerprints stay valid", async () => {
+    const body = canonicalJson({ b: [1, 2], a: 'é 💳 \ud800 "quoted"' });
+    const text = JSON.stringify(['POST', 'https://x/pay', body]);
+    const digest = await globalThis.crypto.subtle.digest('SHA-256', new TextEncoder().encode(text));
+    expect(await fingerprint('post', 'https://x/pay', body)).toBe(Buffer.from(digest).toString('hex'));
+  });
+
+  it('v7 keys minted in one millisecond stay in order and unique', () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      vi.setSystemTime(Date.parse('2026-11-30T12:00:00Z'));
+      const keys = Array.from({ length: 1_000 }, () => mintKey('v7', 's', 'n'));
+      expect(new Set(keys).size).toBe(keys.length);
+      expect([...keys].sort()).toEqual(keys);
+      for (const key of keys)
+        expect(key).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+});
