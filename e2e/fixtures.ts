@@ -127,3 +127,24 @@ export async function expectState(page: Page, state: string, timeout?: number): 
 export async function expectLedgerShown(page: Page, count: number): Promise<void> {
   await expect(page.getByTestId('ledger-count')).toHaveText(String(count));
 }
+
+/**
+ * Ends a held-request scenario: releases the server, expects the page to show a replayed
+ * success, every request to have carried `key`, and exactly one charge.
+ */
+export async function releaseAndExpectOneReplayedCharge(
+  page: Page,
+  api: Api,
+  key: string,
+  shot: (page: Page, name: string) => Promise<void>,
+): Promise<void> {
+  await api.control({ release: true });
+  await expectState(page, 'success');
+  await expect(page.getByTestId('replayed')).toHaveText('yes');
+  await shot(page, '03-paid');
+  const payments = await api.payments();
+  expect(new Set(payments.map((p) => p.key))).toEqual(new Set([key]));
+  expect(payments.filter((p) => p.outcome === 'created')).toHaveLength(1);
+  await expectLedgerShown(page, 1);
+  expect(await api.ledger()).toHaveLength(1);
+}

@@ -148,7 +148,6 @@ export function Checkout({ client, config }: { client: Client; config: PageConfi
         <h2>Client events</h2>
         <ol className="events" data-testid="events">
           {events.map((line, index) => (
-            // biome-ignore lint/suspicious/noArrayIndexKey: an append-only log.
             <li key={index}>{line}</li>
           ))}
         </ol>

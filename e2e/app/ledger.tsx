@@ -13,7 +13,6 @@ export function Ledger({ api, refreshOn }: { api: string; refreshOn: unknown }) 
   const [charges, setCharges] = useState<Charge[] | undefined>();
   const [failed, setFailed] = useState<string | undefined>();
 
-  // biome-ignore lint/correctness/useExhaustiveDependencies: refreshOn only triggers a re-fetch.
   useEffect(() => {
     let active = true;
     const load = async () => {

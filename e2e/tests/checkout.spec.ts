@@ -2,7 +2,14 @@
  * The demo checkout in real Chromium against the SQLite contract server. Every test has
  * its own server and database, and ends by reading the ledger.
  */
-import { claimedKey, expect, expectLedgerShown, expectState, test } from '../fixtures.ts';
+import {
+  claimedKey,
+  expect,
+  expectLedgerShown,
+  expectState,
+  releaseAndExpectOneReplayedCharge,
+  test,
+} from '../fixtures.ts';
 
 test('a double click sends one payment', async ({ page, api, openCheckout, shot }) => {
   await api.control({ hold: true });
@@ -78,16 +85,7 @@ test('a reload while the server holds the request resumes with the same key', as
   await expect(page.getByTestId('state')).toHaveText(/pending|retrying/);
   await shot(page, '02-resumed-waiting');
 
-  await api.control({ release: true });
-  await expectState(page, 'success');
-  await expect(page.getByTestId('replayed')).toHaveText('yes');
-  await shot(page, '03-paid');
-
-  const payments = await api.payments();
-  expect(new Set(payments.map((p) => p.key))).toEqual(new Set([key]));
-  expect(payments.filter((p) => p.outcome === 'created')).toHaveLength(1);
-  await expectLedgerShown(page, 1);
-  expect(await api.ledger()).toHaveLength(1);
+  await releaseAndExpectOneReplayedCharge(page, api, key, shot);
 });
 
 test('two tabs pressing Pay charge once and both show success', async ({ context, api, openCheckout, shot }) => {

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type BrowserContext, chromium } from '@playwright/test';
 import { chromiumLaunchOptions } from '../chromium.ts';
-import { claimedKey, expect, expectLedgerShown, expectState, test } from '../fixtures.ts';
+import { claimedKey, expect, expectState, releaseAndExpectOneReplayedCharge, test } from '../fixtures.ts';
 
 const launch = (userDataDir: string): Promise<BrowserContext> =>
   chromium.launchPersistentContext(userDataDir, { ...chromiumLaunchOptions, headless: true });
@@ -38,16 +38,7 @@ test('a browser restarted mid-flight resumes with the same key', async ({ api, c
       .toBeGreaterThan(0);
     await shot(page, '02-resumed-after-restart');
 
-    await api.control({ release: true });
-    await expectState(page, 'success');
-    await expect(page.getByTestId('replayed')).toHaveText('yes');
-    await shot(page, '03-paid');
-
-    const payments = await api.payments();
-    expect(new Set(payments.map((p) => p.key))).toEqual(new Set([key]));
-    expect(payments.filter((p) => p.outcome === 'created')).toHaveLength(1);
-    await expectLedgerShown(page, 1);
-    expect(await api.ledger()).toHaveLength(1);
+    await releaseAndExpectOneReplayedCharge(page, api, key, shot);
   } finally {
     await context?.close();
     rmSync(userDataDir, { recursive: true, force: true });

@@ -38,7 +38,7 @@ export function useIdempotentMutation<T, V = void>(
   options: UseIdempotentMutationOptions<T, V>,
 ): UseIdempotentMutationResult<T, V> {
   const { client, intent } = options;
-  // biome-ignore lint/correctness/useExhaustiveDependencies: one observer per (client, intent); later options arrive through setOptions.
+  // One observer per (client, intent); later options arrive through setOptions.
   const observer = useMemo(() => new IdempotentMutationObserver<T, V>(options), [client, intent]);
   useEffect(() => observer.setOptions(options));
   const state = useSyncExternalStore(observer.subscribe, observer.getState, observer.getState);
