@@ -16,21 +16,10 @@
  */
 import { randomUUID } from 'node:crypto';
 import { link, mkdir, mkdtemp, open, rm, unlink } from 'node:fs/promises';
-import { registerHooks } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import '../scripts/ts-resolve.ts';
 
-// The sources import each other as `./x.js`; Node runs the `.ts` files, so map them.
-registerHooks({
-  resolve(specifier, context, nextResolve) {
-    try {
-      return nextResolve(specifier, context);
-    } catch (error) {
-      if (!specifier.startsWith('.') || !specifier.endsWith('.js')) throw error;
-      return nextResolve(`${specifier.slice(0, -3)}.ts`, context);
-    }
-  },
-});
 const { FileStore } = await import('../node/file-store.js');
 type IntentRecord = import('../src/store.js').IntentRecord;
 
