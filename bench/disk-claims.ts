@@ -21,7 +21,7 @@ import path from 'node:path';
 import '../scripts/ts-resolve.ts';
 
 const { FileStore } = await import('../node/file-store.js');
-type IntentRecord = import('../src/store.js').IntentRecord;
+type IntentRecord = import('../src/store/store.js').IntentRecord;
 
 const seconds = Number(process.argv[2] ?? 2);
 const rounds = Number(process.argv[3] ?? 3);

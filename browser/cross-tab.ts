@@ -1,6 +1,6 @@
-import { type IntentCoordinator, LocalCoordinator } from '../src/coordinator.js';
-import { parseRecord } from '../src/record.js';
-import type { IntentRecord } from '../src/store.js';
+import { type IntentCoordinator, LocalCoordinator } from '../src/coordinator/coordinator.js';
+import { parseRecord } from '../src/store/record-schema.js';
+import type { IntentRecord } from '../src/store/store.js';
 
 export interface WebLocksCoordinatorOptions {
   /**

@@ -4,7 +4,7 @@
  * Web Locks + BroadcastChannel across tabs.
  */
 import { type Client, type ClientOptions, createClient as createCoreClient } from '../src/client.js';
-import { lazyStore } from '../src/lazy-store.js';
+import { lazyStore } from '../src/store/lazy-store.js';
 import { WebLocksCoordinator } from './cross-tab.js';
 import { openBrowserStore } from './open-store.js';
 

@@ -1,7 +1,12 @@
 import { del, get } from 'idb-keyval';
-import { corruptRecordError, type QuarantineEntry, type QuarantineMarker, readSlot } from '../src/corrupt-records.js';
 import { CorruptRecordError } from '../src/errors.js';
-import { parseRecord, validRecord } from '../src/record.js';
+import {
+  corruptRecordError,
+  type QuarantineEntry,
+  type QuarantineMarker,
+  readSlot,
+} from '../src/store/corrupt-records.js';
+import { parseRecord, validRecord } from '../src/store/record-schema.js';
 import {
   type ClaimResult,
   type IntentRecord,
@@ -12,7 +17,7 @@ import {
   type StoreEvent,
   StoreListeners,
   SWEEPABLE_STATES,
-} from '../src/store.js';
+} from '../src/store/store.js';
 import {
   allQuarantineRange,
   allRecordsRange,

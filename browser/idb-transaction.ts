@@ -1,5 +1,5 @@
 import type { UseStore } from 'idb-keyval';
-import type { StoreEvent } from '../src/store.js';
+import type { StoreEvent } from '../src/store/store.js';
 
 /** What a transaction body uses to hand back its outcome. All calls are synchronous. */
 export interface TxControl<T> {

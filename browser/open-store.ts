@@ -1,4 +1,4 @@
-import { MemoryStore, type ObservableStore, type Store, type StoreEvent } from '../src/store.js';
+import { MemoryStore, type ObservableStore, type Store, type StoreEvent } from '../src/store/store.js';
 import { IdbStore, type IdbStoreOptions } from './idb-store.js';
 
 export interface OpenBrowserStoreOptions extends IdbStoreOptions {

@@ -1,16 +1,16 @@
 import type { Dir } from 'node:fs';
 import { opendir, readdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
+import { KeyedQueue } from '../src/coordinator/keyed-queue.js';
+import { CorruptRecordError } from '../src/errors.js';
 import {
   corruptRecordError,
   isQuarantineMarker,
   type QuarantineMarker,
   readSlot,
   type SlotState,
-} from '../src/corrupt-records.js';
-import { CorruptRecordError } from '../src/errors.js';
-import { KeyedQueue } from '../src/keyed-queue.js';
-import { parseRecord, validRecord } from '../src/record.js';
+} from '../src/store/corrupt-records.js';
+import { parseRecord, validRecord } from '../src/store/record-schema.js';
 import {
   type ClaimResult,
   type IntentRecord,
@@ -21,7 +21,7 @@ import {
   type StoreEvent,
   StoreListeners,
   SWEEPABLE_STATES,
-} from '../src/store.js';
+} from '../src/store/store.js';
 import { BatchWriter } from './batch-writer.js';
 import {
   ensureDir,

@@ -10,7 +10,7 @@
  * takes the line with its own id. Files are never modified in place, only replaced.
  */
 import { createHash } from 'node:crypto';
-import { parseRecord } from '../src/record.js';
+import { parseRecord } from '../src/store/record-schema.js';
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 

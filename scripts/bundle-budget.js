@@ -29,7 +29,7 @@ export const TARGET = { total: 18 * KB, own: 5 * KB };
 const MUST_SHAKE = [
   { what: 'the mock (oncely/mock)', test: (file) => file.startsWith('dist/src/mock/') },
   { what: 'the React binding (oncely/react)', test: (file) => file.startsWith('dist/src/react/') },
-  { what: 'the React observer (mutation-observer)', test: (file) => file === 'dist/src/mutation-observer.js' },
+  { what: 'the React observer (mutation-observer)', test: (file) => file === 'dist/src/observer/mutation-observer.js' },
   { what: 'react', test: (file) => /(^|\/)node_modules\/react(-dom)?\//.test(file) },
   { what: 'msw', test: (file) => /(^|\/)node_modules\/(msw|@mswjs)\//.test(file) },
 ];

@@ -1,14 +1,20 @@
 import ky, { type Options as KyOptions } from 'ky';
-import { type IntentCoordinator, LocalCoordinator } from './coordinator.js';
+import { type IntentCoordinator, LocalCoordinator } from './coordinator/coordinator.js';
 import { InvalidArgumentError, InvalidKeyError } from './errors.js';
 import { type ClientStats, EventHub, type EventOf, type OncelyEvent, type OncelyEventType } from './events.js';
-import { kySeesBodies } from './http-send.js';
-import { type ClientContext, Intent } from './intent.js';
-import { newRecord } from './intent-state.js';
-import { type KeyKind, mintKey, validateKey } from './keys.js';
-import { type Profile, type ProfileName, resolveProfile } from './profiles.js';
-import { type RetryOptions, resolveRetryOptions } from './retry-policy.js';
-import { type IntentRecord, type IntentState, type ObservableStore, PENDING_STATES, type Store } from './store.js';
+import { kySeesBodies } from './http/send.js';
+import { type ClientContext, Intent } from './intent/intent.js';
+import { type KeyKind, mintKey, validateKey } from './intent/keys.js';
+import { newRecord } from './intent/transitions.js';
+import { type Profile, type ProfileName, resolveProfile } from './profiles/profiles.js';
+import { type RetryOptions, resolveRetryOptions } from './retry/policy.js';
+import {
+  type IntentRecord,
+  type IntentState,
+  type ObservableStore,
+  PENDING_STATES,
+  type Store,
+} from './store/store.js';
 
 export interface ClientOptions {
   /**

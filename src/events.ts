@@ -1,4 +1,4 @@
-import type { IntentRecord, StoreEvent } from './store.js';
+import type { IntentRecord, StoreEvent } from './store/store.js';
 
 interface EventBase {
   scope: string;

@@ -4,7 +4,7 @@
  * plain test of the same path.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LocalCoordinator } from '../src/coordinator.js';
+import { LocalCoordinator } from '../src/coordinator/coordinator.js';
 import { createClient, IntentMismatchError, InvalidKeyError, MemoryStore, OutcomeUnknownError } from '../src/index.js';
 import { createContractServer } from '../src/mock/index.js';
 import { runAndCheck, type Schedule } from './chaos/model.js';

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { WebLocksCoordinator, type WebLocksCoordinatorOptions } from '../browser/cross-tab.js';
-import type { IntentRecord } from '../src/store.js';
+import type { IntentRecord } from '../src/store/store.js';
 
 const made: WebLocksCoordinator[] = [];
 afterEach(() => {

@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
-import { canonicalJson, fingerprint } from '../src/fingerprint.js';
-import { kySeesBodies } from '../src/http-send.js';
-import { mintKey } from '../src/keys.js';
+import { kySeesBodies } from '../src/http/send.js';
+import { canonicalJson, fingerprint } from '../src/intent/fingerprint.js';
+import { mintKey } from '../src/intent/keys.js';
 import { setupContract } from './helpers/contract.js';
 
 const { contract, client } = setupContract();

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidKeyError } from '../src/errors.js';
-import { canonicalJson, fingerprint } from '../src/fingerprint.js';
-import { mintKey, validateKey } from '../src/keys.js';
-import { classifyStatus, ietf, stripe } from '../src/profiles.js';
-import { parseSfString, serializeSfString } from '../src/sf-string.js';
+import { canonicalJson, fingerprint } from '../src/intent/fingerprint.js';
+import { mintKey, validateKey } from '../src/intent/keys.js';
+import { classifyStatus, ietf, stripe } from '../src/profiles/profiles.js';
+import { parseSfString, serializeSfString } from '../src/profiles/sf-string.js';
 
 describe('keys', () => {
   it('mints UUIDv7 by default shape, v4 on request, and derives stable v5 keys', () => {

@@ -1,9 +1,9 @@
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { canonicalJson } from '../src/fingerprint.js';
+import { canonicalJson } from '../src/intent/fingerprint.js';
 import { requestFingerprint } from '../src/mock/fingerprint.js';
 import { readKeyHeader } from '../src/mock/key-header.js';
-import { parseSfString, serializeSfString } from '../src/sf-string.js';
+import { parseSfString, serializeSfString } from '../src/profiles/sf-string.js';
 
 const printable = fc.string({ unit: fc.integer({ min: 0x20, max: 0x7e }).map((code) => String.fromCharCode(code)) });
 

@@ -4,7 +4,7 @@ import { Activity, StrictMode } from 'react';
 import { describe, expect, expectTypeOf, it, vi } from 'vitest';
 import * as z from 'zod/mini';
 import { type Client, KeyReusedError, MemoryStore, OutcomeUnknownError } from '../src/index.js';
-import { IdempotentMutationObserver } from '../src/mutation-observer.js';
+import { IdempotentMutationObserver } from '../src/observer/mutation-observer.js';
 import { type UseIdempotentMutationResult, useIdempotentMutation } from '../src/react/index.js';
 import { cart, gatedFetch, makeClient, NAME, pay, setupHookContract } from './helpers/react.js';
 

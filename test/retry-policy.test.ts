@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { backoffDelay, parseRetryAfter, RetryBudget, resolveRetryOptions } from '../src/retry-policy.js';
+import { backoffDelay, parseRetryAfter, RetryBudget, resolveRetryOptions } from '../src/retry/policy.js';
 
 const h = (init: Record<string, string>) => new Headers(init);
 const NOW = Date.parse('2026-11-30T12:00:00Z');

@@ -6,7 +6,7 @@
  * Store-agnostic: no file, IndexedDB or Node specifics.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { IntentRecord, IntentState, Store } from '../src/store.js';
+import type { IntentRecord, IntentState, Store } from '../src/store/store.js';
 
 export interface ConformanceStore {
   store: Store;

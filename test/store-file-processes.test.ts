@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { openFileStore } from '../node/file-store.js';
-import type { IntentState, StoreEvent } from '../src/store.js';
+import type { IntentState, StoreEvent } from '../src/store/store.js';
 import { tempStoreDir } from './fixtures/store-dirs.js';
 
 const source = fileURLToPath(new URL('./fixtures/store-worker.ts', import.meta.url));

@@ -7,7 +7,7 @@
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { openFileStore } from '../node/file-store.js';
-import type { IntentRecord, IntentState } from '../src/store.js';
+import type { IntentRecord, IntentState } from '../src/store/store.js';
 import { recordPath, tempStoreDir } from './fixtures/store-dirs.js';
 import { intentRecord } from './store-conformance.js';
 

@@ -7,7 +7,7 @@ import { recordId, scopeId } from '../node/record-file.js';
 import { defaultStateDir } from '../node/state-dir.js';
 import { tempName } from '../node/temp-files.js';
 import { CorruptRecordError, InvalidArgumentError } from '../src/errors.js';
-import type { IntentRecord, StoreEvent } from '../src/store.js';
+import type { IntentRecord, StoreEvent } from '../src/store/store.js';
 import { filesUnder, recordPath, tempStoreDir } from './fixtures/store-dirs.js';
 import { intentRecord, runStoreConformance } from './store-conformance.js';
 

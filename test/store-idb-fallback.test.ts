@@ -1,7 +1,7 @@
 import 'fake-indexeddb/auto';
 import { IDBFactory } from 'fake-indexeddb';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { IntentRecord, StoreEvent } from '../src/store.js';
+import type { IntentRecord, StoreEvent } from '../src/store/store.js';
 
 type OpenStoreModule = typeof import('../browser/open-store.js');
 

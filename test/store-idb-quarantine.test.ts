@@ -3,7 +3,7 @@ import { IDBFactory } from 'fake-indexeddb';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { IdbStore } from '../browser/idb-store.js';
 import { CorruptRecordError } from '../src/errors.js';
-import type { IntentRecord, StoreEvent } from '../src/store.js';
+import type { IntentRecord, StoreEvent } from '../src/store/store.js';
 
 const NOW = 5_000_000;
 const open: IdbStore[] = [];

@@ -3,7 +3,7 @@ import { IDBDatabase, IDBFactory } from 'fake-indexeddb';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { IdbStore, type IdbStoreOptions } from '../browser/idb-store.js';
 import { InvalidArgumentError } from '../src/errors.js';
-import type { IntentRecord, IntentState } from '../src/store.js';
+import type { IntentRecord, IntentState } from '../src/store/store.js';
 
 const open: IdbStore[] = [];
 afterEach(async () => {

@@ -3,7 +3,7 @@
  * needs `msw` installed; the node:http adapter is `listenContractServer` in `node/`.
  */
 
-export { parseSfString, serializeSfString } from '../sf-string.js';
+export { parseSfString, serializeSfString } from '../profiles/sf-string.js';
 export { type ContractServer, createContractServer } from './contract-server.js';
 export type { CorsOptions } from './cors.js';
 export type {

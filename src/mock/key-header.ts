@@ -1,6 +1,6 @@
 /** Reading the idempotency key from its header, per the server's `keyFormat`. */
 
-import { parseSfString } from '../sf-string.js';
+import { parseSfString } from '../profiles/sf-string.js';
 import type { KeyFormat } from './options.js';
 
 export type KeyReading = { ok: true; key: string } | { ok: false; reason: string };

@@ -11,7 +11,7 @@ export {
   type MutationStatus,
   type RequestMutationOptions,
   reduceMutation,
-} from '../mutation-observer.js';
+} from '../observer/mutation-observer.js';
 export {
   type UseIdempotentMutationOptions,
   type UseIdempotentMutationResult,

@@ -3,7 +3,7 @@ import {
   IdempotentMutationObserver,
   type IdempotentMutationOptions,
   type MutationState,
-} from '../mutation-observer.js';
+} from '../observer/mutation-observer.js';
 
 export type UseIdempotentMutationOptions<T, V = void> = IdempotentMutationOptions<T, V>;
 

@@ -8,7 +8,7 @@
  */
 import fc from 'fast-check';
 import { expect, vi } from 'vitest';
-import { LocalCoordinator } from '../../src/coordinator.js';
+import { LocalCoordinator } from '../../src/coordinator/coordinator.js';
 import {
   type Client,
   canonicalJson,

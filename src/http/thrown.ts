@@ -1,4 +1,4 @@
-import { isReplayed, type Outcome, type Profile } from './profiles.js';
+import { isReplayed, type Outcome, type Profile } from '../profiles/profiles.js';
 
 /** What `intent.run()` learned from an error your transport threw. */
 export interface ThrownOutcome {

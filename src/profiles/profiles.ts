@@ -1,4 +1,4 @@
-import type { ServerAnswer } from './errors.js';
+import type { ServerAnswer } from '../errors.js';
 import { serializeSfString } from './sf-string.js';
 
 /**

@@ -1,4 +1,4 @@
-import type { IntentRecord, IntentState } from './store.js';
+import type { IntentRecord, IntentState } from '../store/store.js';
 
 /**
  * The intent state machine, as pure functions from a stored record to the next one.

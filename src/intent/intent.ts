@@ -1,6 +1,6 @@
 import type { KyInstance } from 'ky';
 import pRetry from 'p-retry';
-import type { IntentCoordinator } from './coordinator.js';
+import type { IntentCoordinator } from '../coordinator/coordinator.js';
 import {
   HttpError,
   InProgressError,
@@ -12,16 +12,16 @@ import {
   OutcomeUnknownError,
   ResponseValidationError,
   type ServerAnswer,
-} from './errors.js';
-import type { EventHub } from './events.js';
+} from '../errors.js';
+import type { EventHub } from '../events.js';
+import { type InferOutput, type StandardSchemaV1, validate } from '../http/schema.js';
+import { type ClassifiedAnswer, sendWithKy } from '../http/send.js';
+import { classifyThrown, type RunClassifier } from '../http/thrown.js';
+import type { Outcome, Profile } from '../profiles/profiles.js';
+import { type ResolvedRetryOptions, RetryBudget } from '../retry/policy.js';
+import type { IntentRecord, IntentState, Store } from '../store/store.js';
 import { canonicalJson, fingerprint } from './fingerprint.js';
-import { type ClassifiedAnswer, sendWithKy } from './http-send.js';
-import { newRecord, SENT_STATES, toInFlight, toSettled, toUnsent } from './intent-state.js';
-import type { Outcome, Profile } from './profiles.js';
-import { type ResolvedRetryOptions, RetryBudget } from './retry-policy.js';
-import { type InferOutput, type StandardSchemaV1, validate } from './schema.js';
-import type { IntentRecord, IntentState, Store } from './store.js';
-import { classifyThrown, type RunClassifier } from './thrown.js';
+import { newRecord, SENT_STATES, toInFlight, toSettled, toUnsent } from './transitions.js';
 
 /** What an intent shares with the client that made it. */
 export interface ClientContext {

@@ -1,5 +1,5 @@
 import * as z from 'zod/mini';
-import { InvalidArgumentError } from './errors.js';
+import { InvalidArgumentError } from '../errors.js';
 import type { IntentRecord } from './store.js';
 
 const intentRecordSchema = z.object({

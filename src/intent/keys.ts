@@ -1,6 +1,6 @@
 import { v4, v5, v7 } from 'uuid';
-import { InvalidKeyError } from './errors.js';
-import { isPrintableAscii } from './sf-string.js';
+import { InvalidKeyError } from '../errors.js';
+import { isPrintableAscii } from '../profiles/sf-string.js';
 
 /**
  * How `client.intent()` gets a key when none is stored yet.

@@ -1,5 +1,5 @@
-import { CorruptRecordError } from './errors.js';
-import { parseRecord } from './record.js';
+import { CorruptRecordError } from '../errors.js';
+import { parseRecord } from './record-schema.js';
 import type { IntentRecord } from './store.js';
 
 /**

@@ -4,10 +4,10 @@
  * reload, other tabs' progress — as a reducer over actions, like TanStack Query's
  * `mutation.ts`. A binding only subscribes and renders `getState()`.
  */
-import type { Client } from './client.js';
-import { OncelyError, OutcomeUnknownError } from './errors.js';
-import type { Intent, IntentResponse, RunContext } from './intent.js';
-import type { IntentRecord, IntentState } from './store.js';
+import type { Client } from '../client.js';
+import { OncelyError, OutcomeUnknownError } from '../errors.js';
+import type { Intent, IntentResponse, RunContext } from '../intent/intent.js';
+import type { IntentRecord, IntentState } from '../store/store.js';
 
 /**
  * `idle`: nothing sent yet. `pending`: a request is on its way (here or in another tab).

@@ -1,7 +1,7 @@
 import type { KyInstance, Options as KyOptions } from 'ky';
-import type { ServerAnswer } from './errors.js';
-import { isReplayed, type Outcome, type Profile } from './profiles.js';
-import type { RetryBudget } from './retry-policy.js';
+import type { ServerAnswer } from '../errors.js';
+import { isReplayed, type Outcome, type Profile } from '../profiles/profiles.js';
+import type { RetryBudget } from '../retry/policy.js';
 
 /** One classified server answer. */
 export interface ClassifiedAnswer {

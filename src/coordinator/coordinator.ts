@@ -1,5 +1,5 @@
+import type { IntentRecord } from '../store/store.js';
 import { KeyedQueue } from './keyed-queue.js';
-import type { IntentRecord } from './store.js';
 
 /**
  * Coordinates clients that share a store (tabs of one origin, processes of one
