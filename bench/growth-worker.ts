@@ -100,7 +100,7 @@ if (mode === 'seed') {
     peakRss = Math.max(peakRss, mb(process.memoryUsage().rss));
   }, 20);
   const start = performance.now();
-  const removed = await store.sweep(0);
+  const removed = await store.sweep(SCOPE, 0);
   const ms = performance.now() - start;
   clearInterval(timer);
   out = { ms, removed, before, peakRssMb: Math.max(peakRss, mb(process.memoryUsage().rss)) };

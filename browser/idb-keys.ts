@@ -18,9 +18,9 @@ export const recordKey = (scope: string, name: string): IDBValidKey => [scope, n
 /** Every intent key of one scope (and nothing else). */
 export const scopeRange = (scope: string): IDBKeyRange => IDBKeyRange.bound([scope, ''], [scope, []], false, true);
 
-/** Every intent key of every scope: arrays whose first element is a string. */
-export const allRecordsRange = (after?: IDBValidKey): IDBKeyRange =>
-  after === undefined ? IDBKeyRange.bound([''], [[]], false, true) : IDBKeyRange.bound(after, [[]], true, true);
+/** The intent keys of one scope that sort after `after`. */
+export const scopeRangeAfter = (scope: string, after: IDBValidKey): IDBKeyRange =>
+  IDBKeyRange.bound(after, [scope, []], true, true);
 
 /** A fresh key to quarantine a bad record of (scope, name) under. */
 export const quarantineKey = (scope: string, name: string, at: number): IDBValidKey => [

@@ -6,27 +6,27 @@ import {
   type QuarantineMarker,
   readSlot,
 } from '../src/store/corrupt-records.js';
+import { StoreListeners } from '../src/store/listeners.js';
+import { isSweepable } from '../src/store/record-rules.js';
 import { parseRecord, validRecord } from '../src/store/record-schema.js';
-import {
-  type ClaimResult,
-  type IntentRecord,
-  type IntentState,
-  type ObservableStore,
-  type RecordUpdater,
-  type Store,
-  type StoreEvent,
-  StoreListeners,
-  SWEEPABLE_STATES,
+import type {
+  ClaimResult,
+  IntentRecord,
+  IntentState,
+  ObservableStore,
+  RecordUpdater,
+  Store,
+  StoreEvent,
 } from '../src/store/store.js';
 import {
   allQuarantineRange,
-  allRecordsRange,
   parseRecordKey,
   probeKey,
   quarantineKey,
   quarantineScopeRange,
   recordKey,
   scopeRange,
+  scopeRangeAfter,
 } from './idb-keys.js';
 import { type IdbHandle, openIdb } from './idb-open.js';
 import { runTransaction, type TxControl } from './idb-transaction.js';
@@ -95,7 +95,8 @@ export class IdbStore implements Store, ObservableStore {
   readonly #sweepBatch: number;
   readonly #now: () => number;
   readonly #listeners = new StoreListeners();
-  #sweepAfter: IDBValidKey | undefined;
+  /** Per scope, the key of the last record the previous sweep examined. */
+  readonly #sweepAfter = new Map<string, IDBValidKey>();
 
   constructor(options: IdbStoreOptions = {}) {
     this.#dbName = options.dbName ?? 'oncely';
@@ -205,28 +206,29 @@ export class IdbStore implements Store, ObservableStore {
    * after the last record the previous call examined. Bad records met on the way are
    * quarantined. Resolves with the number removed by this call.
    */
-  async sweep(olderThan: number): Promise<number> {
+  async sweep(scope: string, now: number): Promise<number> {
     return this.#run<number>('readwrite', (store, tx) => {
       let seen = 0;
       let removed = 0;
       tx.result(0);
-      const request = store.openCursor(allRecordsRange(this.#sweepAfter));
+      const after = this.#sweepAfter.get(scope);
+      const request = store.openCursor(after === undefined ? scopeRange(scope) : scopeRangeAfter(scope, after));
       request.onsuccess = tx.guard(() => {
         const cursor = request.result;
         if (!cursor) {
-          this.#sweepAfter = undefined;
+          this.#sweepAfter.delete(scope);
           return;
         }
         const ids = parseRecordKey(cursor.primaryKey);
         if (ids) {
           const { record } = this.#settle(store, tx, cursor.value, ids.scope, ids.name);
-          if (record && record.updatedAt < olderThan && SWEEPABLE_STATES.includes(record.state)) {
+          if (record && isSweepable(record, now)) {
             cursor.delete();
             tx.result(++removed);
           }
         }
         if (++seen >= this.#sweepBatch) {
-          this.#sweepAfter = cursor.primaryKey;
+          this.#sweepAfter.set(scope, cursor.primaryKey);
           return;
         }
         cursor.continue();

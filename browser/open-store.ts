@@ -1,4 +1,5 @@
-import { MemoryStore, type ObservableStore, type Store, type StoreEvent } from '../src/store/store.js';
+import { MemoryStore } from '../src/store/memory-store.js';
+import type { ObservableStore, Store, StoreEvent } from '../src/store/store.js';
 import { IdbStore, type IdbStoreOptions } from './idb-store.js';
 
 export interface OpenBrowserStoreOptions extends IdbStoreOptions {

@@ -10,17 +10,17 @@ import {
   readSlot,
   type SlotState,
 } from '../src/store/corrupt-records.js';
+import { StoreListeners } from '../src/store/listeners.js';
+import { isSweepable } from '../src/store/record-rules.js';
 import { parseRecord, validRecord } from '../src/store/record-schema.js';
-import {
-  type ClaimResult,
-  type IntentRecord,
-  type IntentState,
-  type ObservableStore,
-  type RecordUpdater,
-  type Store,
-  type StoreEvent,
-  StoreListeners,
-  SWEEPABLE_STATES,
+import type {
+  ClaimResult,
+  IntentRecord,
+  IntentState,
+  ObservableStore,
+  RecordUpdater,
+  Store,
+  StoreEvent,
 } from '../src/store/store.js';
 import { BatchWriter } from './batch-writer.js';
 import {
@@ -323,10 +323,10 @@ export class FileStore implements Store, ObservableStore {
    * Calls on one store run one after the other. Resolves with the number this call
    * removed.
    */
-  sweep(olderThan: number): Promise<number> {
+  sweep(scope: string, now: number): Promise<number> {
     const run = async () => {
       await this.open();
-      return this.#sweepNext(olderThan);
+      return this.#sweepNext(scope, now);
     };
     const result = this.#sweeping.then(run, run);
     this.#sweeping = result.catch(() => undefined);
@@ -494,7 +494,7 @@ export class FileStore implements Store, ObservableStore {
     return records;
   }
 
-  async #sweepNext(olderThan: number): Promise<number> {
+  async #sweepNext(scope: string, now: number): Promise<number> {
     const limit = this.#sweepBatch;
     const start = this.#sweepAfter;
     const files = await this.#sweepPositions(start, undefined, limit);
@@ -516,7 +516,7 @@ export class FileStore implements Store, ObservableStore {
       const name = position.slice(SID_LENGTH + 1);
       const id = RECORD_FILE.exec(name)![1]!;
       const found = await this.#examine(sid, id, path.join(this.#scopesDir, sid, name), seen);
-      if (!found || !isSweepable(found.record, olderThan)) return;
+      if (!found || found.record.scope !== scope || !isSweepable(found.record, now)) return;
       if (await this.#removeIfUnchanged(found.slot, found.record)) removed++;
     });
     return removed;
@@ -643,9 +643,6 @@ async function pool<T>(items: readonly T[], concurrency: number, fn: (item: T) =
   };
   await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, worker));
 }
-
-const isSweepable = (record: IntentRecord, olderThan: number) =>
-  record.updatedAt < olderThan && SWEEPABLE_STATES.includes(record.state);
 
 /**
  * The `limit` smallest names in `dir` that `accept` takes, sorted, without reading the

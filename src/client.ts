@@ -8,13 +8,8 @@ import { type KeyKind, mintKey, validateKey } from './intent/keys.js';
 import { newRecord } from './intent/transitions.js';
 import { type Profile, type ProfileName, resolveProfile } from './profiles/profiles.js';
 import { type RetryOptions, resolveRetryOptions } from './retry/policy.js';
-import {
-  type IntentRecord,
-  type IntentState,
-  type ObservableStore,
-  PENDING_STATES,
-  type Store,
-} from './store/store.js';
+import { PENDING_STATES } from './store/record-rules.js';
+import type { IntentRecord, IntentState, ObservableStore, Store } from './store/store.js';
 
 export interface ClientOptions {
   /**
@@ -161,7 +156,7 @@ export function createClient(options: ClientOptions): Client {
   if (isObservable(store)) unsubscribes.push(store.subscribe((event) => hub.emit({ type: 'store', event })));
 
   let sweptOnce = false;
-  const sweep = () => store.sweep(now() - ctx.keyTtl);
+  const sweep = () => store.sweep(scope, now());
 
   return {
     scope,

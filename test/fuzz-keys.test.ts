@@ -20,9 +20,9 @@ import {
   MAX_KEY_LENGTH,
   MemoryStore,
   type Store,
-  serializeSfString,
 } from '../src/index.js';
 import { createContractServer } from '../src/mock/index.js';
+import { serializeSfString } from '../src/profiles/sf-string.js';
 import { settled } from './chaos/harness.js';
 import { chaosParameters, chaosTimeout } from './chaos/runs.js';
 import { drive, useVirtualTime } from './chaos/virtual-time.js';

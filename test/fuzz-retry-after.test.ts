@@ -6,8 +6,7 @@
  */
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { parseRetryAfter } from '../src/index.js';
-import { DEFAULT_RETRY, RetryBudget } from '../src/retry/policy.js';
+import { DEFAULT_RETRY, parseRetryAfter, RetryBudget } from '../src/retry/policy.js';
 import { expectTypedOutcome, headerSafe, observedClient, scriptedFetch, settled } from './chaos/harness.js';
 import { chaosParameters, chaosTimeout } from './chaos/runs.js';
 import { drive, useVirtualTime } from './chaos/virtual-time.js';

@@ -12,7 +12,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import * as z from 'zod';
 import { IdbStore } from '../browser/idb-store.js';
 import { FileStore } from '../node/file-store.js';
-import { type Client, createClient, MemoryStore, mintKey, type Store } from '../src/index.js';
+import { type Client, createClient, MemoryStore, type Store } from '../src/index.js';
+import { mintKey } from '../src/intent/keys.js';
 import { type ContractServer, createContractServer } from '../src/mock/index.js';
 import { settled } from './chaos/harness.js';
 import { drive, useVirtualTime } from './chaos/virtual-time.js';

@@ -276,16 +276,27 @@ export function runStoreConformance(name: string, makeStore: () => Promise<Confo
     });
 
     describe('sweep', () => {
-      it('removes only old succeeded, failed and ready records', async () => {
+      const DAY = 24 * 60 * 60 * 1000;
+
+      it('removes only old succeeded, failed and ready records, and only of the scope it is given', async () => {
         const { store } = await fresh();
         const states: IntentState[] = ['ready', 'in_flight', 'succeeded', 'failed', 'unknown'];
         for (const state of states) {
           await store.claim(intentRecord('u1', `old-${state}`, { state, updatedAt: T0 }));
-          await store.claim(intentRecord('u2', `new-${state}`, { state, updatedAt: T0 + 10_000 }));
+          await store.claim(intentRecord('u1', `new-${state}`, { state, updatedAt: T0 + DAY }));
+          await store.claim(intentRecord('u2', `old-${state}`, { state, updatedAt: T0 }));
         }
-        const removed = await store.sweep(T0 + 5_000);
+        const removed = await store.sweep('u1', T0 + DAY + 1);
         expect(removed).toBe(3);
-        expect(byName(await store.list('u1'))).toEqual(['old-in_flight', 'old-unknown']);
+        expect(byName(await store.list('u1'))).toEqual([
+          'new-failed',
+          'new-in_flight',
+          'new-ready',
+          'new-succeeded',
+          'new-unknown',
+          'old-in_flight',
+          'old-unknown',
+        ]);
         expect(await store.list('u2')).toHaveLength(5);
       });
 
@@ -293,16 +304,20 @@ export function runStoreConformance(name: string, makeStore: () => Promise<Confo
         const { store } = await fresh();
         await store.claim(intentRecord('u1', 'a', { state: 'in_flight', updatedAt: 0 }));
         await store.claim(intentRecord('u1', 'b', { state: 'unknown', updatedAt: 0 }));
-        expect(await store.sweep(Number.MAX_SAFE_INTEGER)).toBe(0);
+        expect(await store.sweep('u1', Number.MAX_SAFE_INTEGER)).toBe(0);
         expect(await store.list('u1')).toHaveLength(2);
       });
 
-      it('counts by updatedAt, not createdAt; a record exactly at the limit stays', async () => {
+      it("counts from updatedAt with each record's own ttl; a record exactly at its limit stays", async () => {
         const { store } = await fresh();
-        await store.claim(intentRecord('u1', 'touched', { state: 'succeeded', createdAt: 0, updatedAt: T0 }));
-        await store.claim(intentRecord('u1', 'edge', { state: 'failed', updatedAt: T0 }));
-        expect(await store.sweep(T0)).toBe(0);
-        expect(await store.sweep(T0 + 1)).toBe(2);
+        await store.claim(intentRecord('u1', 'short', { state: 'succeeded', createdAt: 0, updatedAt: T0, ttl: 1_000 }));
+        await store.claim(intentRecord('u1', 'long', { state: 'failed', updatedAt: T0, ttl: 60_000 }));
+        await store.claim(intentRecord('u1', 'legacy', { state: 'ready', updatedAt: T0 }));
+        expect(await store.sweep('u1', T0 + 1_000)).toBe(0);
+        expect(await store.sweep('u1', T0 + 1_001)).toBe(1);
+        expect(await store.sweep('u1', T0 + 60_001)).toBe(1);
+        expect(byName(await store.list('u1'))).toEqual(['legacy']);
+        expect(await store.sweep('u1', T0 + DAY + 1)).toBe(1);
       });
     });
 

@@ -93,7 +93,7 @@ describe('FileStore layout', () => {
     for (const record of listed) expect(record).toEqual(intentRecord('u1', record.name, { state: record.state }));
     expect(listed.filter((record) => record.state === 'succeeded').map((record) => record.name)).toEqual(['job:0']);
     expect((await again.get('u1', 'job:7'))?.key).toBe('key-u1-job:7');
-    expect(await again.sweep(Number.MAX_SAFE_INTEGER)).toBe(200);
+    expect(await again.sweep('u1', Number.MAX_SAFE_INTEGER)).toBe(200);
     expect(await filesUnder(dir)).toEqual([]);
   });
 
@@ -298,7 +298,7 @@ describe('FileStore quarantine', () => {
     await expect(store.claim(intentRecord('u1', 'lost'))).rejects.toBeInstanceOf(CorruptRecordError);
 
     await writeFile(recordPath(dir, 'u1', 'later'), '');
-    expect(await store.sweep(Number.MAX_SAFE_INTEGER)).toBe(1);
+    expect(await store.sweep('u1', Number.MAX_SAFE_INTEGER)).toBe(1);
     expect(events).toHaveLength(4);
     expect(byState(await store.list('u1'))).toEqual(['pay:unknown']);
   });

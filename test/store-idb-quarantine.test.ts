@@ -136,7 +136,7 @@ describe('IdbStore quarantine on bulk reads', () => {
     expect(events.map((e) => e.type === 'quarantine' && e.name).sort()).toEqual(['a', 'b']);
 
     await writeRaw(factory, ['u1', 'd'], { v: 7 });
-    expect(await store.sweep(Number.MAX_SAFE_INTEGER)).toBe(1); // c; the salvaged `a` is unknown, kept
+    expect(await store.sweep('u1', Number.MAX_SAFE_INTEGER)).toBe(1); // c; the salvaged `a` is unknown, kept
     expect(events.map((e) => e.type === 'quarantine' && e.name).sort()).toEqual(['a', 'b', 'd']);
     expect((await store.get('u1', 'a'))?.key).toBe('k-a');
   });

@@ -137,6 +137,7 @@ describe('IdbStore scopes', () => {
 });
 
 describe('IdbStore sweep', () => {
+  const DAY = 24 * 60 * 60 * 1000;
   const states: IntentState[] = ['ready', 'in_flight', 'succeeded', 'failed', 'unknown'];
 
   it('removes only old sweepable records, at most sweepBatch examined per call, resuming where it stopped', async () => {
@@ -146,10 +147,14 @@ describe('IdbStore sweep', () => {
       await store.claim(record('s', `n${String(i).padStart(2, '0')}`, `k${i}`, { state, updatedAt: i < 8 ? 10 : 99 }));
     }
     // Old and sweepable: n00 ready, n02 succeeded, n03 failed, n05 ready, n07 succeeded (n08/n09 are recent).
-    const removed = [await store.sweep(50), await store.sweep(50), await store.sweep(50)];
+    const removed = [
+      await store.sweep('s', 50 + DAY),
+      await store.sweep('s', 50 + DAY),
+      await store.sweep('s', 50 + DAY),
+    ];
     expect(removed).toEqual([3, 2, 0]);
     const left = (await store.list('s')).map((r) => `${r.name}:${r.state}`).sort();
     expect(left).toEqual(['n01:in_flight', 'n04:unknown', 'n06:in_flight', 'n08:failed', 'n09:unknown']);
-    expect(await store.sweep(50)).toBe(0);
+    expect(await store.sweep('s', 50 + DAY)).toBe(0);
   });
 });

@@ -1,4 +1,4 @@
-import { MemoryStore } from '../src/store/store.js';
+import { MemoryStore } from '../src/store/memory-store.js';
 import { runStoreConformance } from './store-conformance.js';
 
 runStoreConformance('MemoryStore', async () => ({ store: new MemoryStore() }));

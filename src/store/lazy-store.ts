@@ -9,13 +9,13 @@ export function lazyStore(opening: Promise<Store>): Store & ObservableStore {
   // Keep an unawaited failure from being reported before anyone calls the store.
   opening.catch(() => undefined);
   return {
-    claim: async (fresh) => (await opening).claim(fresh),
+    claim: async (fresh, options) => (await opening).claim(fresh, options),
     get: async (scope, name) => (await opening).get(scope, name),
-    update: async (scope, name, updater) => (await opening).update(scope, name, updater),
+    update: async (scope, name, updater, options) => (await opening).update(scope, name, updater, options),
     delete: async (scope, name, key) => (await opening).delete(scope, name, key),
     list: async (scope, states) => (await opening).list(scope, states),
     clear: async (scope) => (await opening).clear(scope),
-    sweep: async (olderThan) => (await opening).sweep(olderThan),
+    sweep: async (scope, now, options) => (await opening).sweep(scope, now, options),
     close: async () => (await opening.catch(() => undefined))?.close?.(),
     subscribe(listener: (event: StoreEvent) => void) {
       let unsubscribe: (() => void) | undefined;

@@ -12,7 +12,9 @@ const intentRecordSchema = z.object({
   attempts: z.number().check(z.int(), z.gte(0)),
   createdAt: z.number(),
   updatedAt: z.number(),
+  ttl: z.optional(z.number().check(z.gte(0))),
   status: z.optional(z.number().check(z.int())),
+  lease: z.optional(z.object({ owner: z.string(), until: z.number() })),
 });
 
 /**

@@ -11,9 +11,7 @@ import { expect, vi } from 'vitest';
 import { LocalCoordinator } from '../../src/coordinator/coordinator.js';
 import {
   type Client,
-  canonicalJson,
   createClient,
-  fingerprint,
   type IntentCoordinator,
   type IntentRecord,
   MemoryStore,
@@ -22,6 +20,7 @@ import {
   profiles,
   type RetryOptions,
 } from '../../src/index.js';
+import { canonicalJson, fingerprint } from '../../src/intent/fingerprint.js';
 import { type ContractServer, createContractServer, type FaultSpec } from '../../src/mock/index.js';
 import { drain, drive } from './virtual-time.js';
 

@@ -1,0 +1,21 @@
+import type { IntentRecord, IntentState } from './store.js';
+
+/** The retention of a record written before records carried their own `ttl`. */
+export const DEFAULT_RECORD_TTL = 24 * 60 * 60 * 1000;
+
+/** States in which a record may be swept once old. */
+export const SWEEPABLE_STATES: readonly IntentState[] = ['succeeded', 'failed', 'ready'];
+/** States `client.pending()` reports: the outcome is not known yet. */
+export const PENDING_STATES: readonly IntentState[] = ['in_flight', 'unknown'];
+/** States in which a request has gone out at least once: its fingerprint is fixed forever. */
+export const SENT_STATES: readonly IntentState[] = ['in_flight', 'succeeded', 'failed', 'unknown'];
+
+/** The record's own retention (ms). */
+export const recordTtl = (record: IntentRecord): number => record.ttl ?? DEFAULT_RECORD_TTL;
+
+/** True when a sweep at `now` may remove the record: a settled or never-sent one, idle past its own ttl. */
+export const isSweepable = (record: IntentRecord, now: number): boolean =>
+  SWEEPABLE_STATES.includes(record.state) && record.updatedAt + recordTtl(record) < now;
+
+/** One string id per (scope, name), for maps and locks. */
+export const intentId = (scope: string, name: string): string => JSON.stringify([scope, name]);
