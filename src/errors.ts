@@ -9,7 +9,8 @@ export type OncelyErrorCode =
   | 'RESPONSE_VALIDATION'
   | 'INVALID_KEY'
   | 'INVALID_ARGUMENT'
-  | 'CORRUPT_RECORD';
+  | 'CORRUPT_RECORD'
+  | 'STORE_FAILED';
 
 /** What every oncely error says about the intent it concerns. */
 export interface ErrorContext {
@@ -218,5 +219,20 @@ export class CorruptRecordError extends OncelyError {
     );
     this.location = context.location;
     this.reason = context.reason;
+  }
+}
+
+/**
+ * The store failed or did not answer in time (a full disk, a lost database connection,
+ * a corrupt database file). `sent` says whether an attempt of this call had already gone
+ * out: if so the intent keeps its key and stays `in_flight` or `unknown`; resume it by
+ * sending the same request under the same intent name once the store works again.
+ */
+export class StoreError extends OncelyError {
+  /** True when an attempt of this call may have reached the server before the store failed. */
+  readonly sent: boolean;
+  constructor(message: string, context: ErrorContext & { sent?: boolean } = {}) {
+    super('STORE_FAILED', message, context);
+    this.sent = context.sent ?? false;
   }
 }
