@@ -1,4 +1,5 @@
 import { type IntentCoordinator, LocalCoordinator } from '../src/coordinator/coordinator.js';
+import { intentId } from '../src/store/record-rules.js';
 import { parseRecord } from '../src/store/record-schema.js';
 import type { IntentRecord } from '../src/store/store.js';
 
@@ -53,12 +54,17 @@ export class WebLocksCoordinator implements IntentCoordinator {
     return this.#locks !== undefined;
   }
 
+  /** Web Locks exclude every tab of the origin, and a dead tab's locks are released: no lease to wait on. */
+  get coversStore(): boolean {
+    return this.crossTab;
+  }
+
   /**
    * Runs `fn` holding the lock of (scope, name). `signal` aborts the wait for the lock
    * (rejecting with its reason); once granted, `fn` runs to the end.
    */
   async exclusive<T>(scope: string, name: string, fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
-    const id = JSON.stringify([scope, name]);
+    const id = intentId(scope, name);
     if (this.#locks) {
       return this.#locks.request(this.#lockPrefix + id, signal ? { signal } : {}, () => fn()) as Promise<T>;
     }

@@ -1,13 +1,15 @@
 import ky, { type Options as KyOptions } from 'ky';
-import { type IntentCoordinator, LocalCoordinator } from './coordinator/coordinator.js';
+import { coordinatorFor, type IntentCoordinator } from './coordinator/coordinator.js';
 import { InvalidArgumentError, InvalidKeyError } from './errors.js';
 import { type ClientStats, EventHub, type EventOf, type OncelyEvent, type OncelyEventType } from './events.js';
-import { kySeesBodies } from './http/send.js';
-import { type ClientContext, Intent } from './intent/intent.js';
+import { storeCall } from './intent/call.js';
+import type { ClientContext } from './intent/context.js';
+import { Intent } from './intent/intent.js';
 import { type KeyKind, mintKey, validateKey } from './intent/keys.js';
+import { normalizeBase } from './intent/request-spec.js';
 import { newRecord } from './intent/transitions.js';
 import { type Profile, type ProfileName, resolveProfile } from './profiles/profiles.js';
-import { type RetryOptions, resolveRetryOptions } from './retry/policy.js';
+import { MAX_TIMER, type RetryOptions, resolveRetryOptions } from './retry/policy.js';
 import { PENDING_STATES } from './store/record-rules.js';
 import type { IntentRecord, IntentState, ObservableStore, Store } from './store/store.js';
 
@@ -34,7 +36,12 @@ export interface ClientOptions {
    * entry needs one passed. `new MemoryStore()` loses keys on reload: tests only.
    */
   store?: Store;
-  /** Coordinates tabs or processes sharing the store. @default one client alone */
+  /**
+   * Coordinates clients sharing the store: one call in flight per intent. Clients of one
+   * process sharing a store instance always coordinate; across processes and machines the
+   * lease in the record does.
+   * @default Web Locks across tabs in browsers; in-process otherwise
+   */
   coordinator?: IntentCoordinator;
   /** The retry budget of each call. */
   retry?: RetryOptions;
@@ -51,15 +58,30 @@ export interface ClientOptions {
   /** The fetch to use. @default globalThis.fetch */
   fetch?: typeof globalThis.fetch;
   /**
-   * Extra ky options (hooks for logging, credentials…). oncely owns `retry`, `timeout` and
-   * `throwHttpErrors`. An `afterResponse` hook sees the answer a call settles on, not the
-   * ones oncely retries (409, 503…): hear those through `onEvent` (`retry`, `conflict`).
+   * Extra ky options (hooks for logging, credentials…). oncely owns `retry`, `timeout`,
+   * `redirect` and `throwHttpErrors`: ky sends exactly one attempt per call of its, so its
+   * hooks run once per attempt, retried ones (409, 503…) included.
    */
   ky?: KyOptions;
+  /**
+   * Longest wait for one store call (ms): a store that does not answer ends the call with
+   * a `StoreError` instead of hanging it.
+   * @default 10_000
+   */
+  storeTimeout?: number;
+  /**
+   * How long an in-flight call's lease on its intent lasts unless renewed (ms). The lease
+   * is renewed every third of it while the call runs; a client that died holds the intent
+   * at most this long before another process or machine may resume it.
+   * @default 15_000
+   */
+  leaseTtl?: number;
   /** Hears every event (same as `client.on('*', listener)`). */
   onEvent?: (event: OncelyEvent) => void;
-  /** Clock (ms since epoch), for tests. @default Date.now */
+  /** Wall clock (ms since epoch) for record times and expiry, for tests. @default Date.now */
   now?: () => number;
+  /** Monotonic clock (ms) for deadlines, for tests. @default performance.now */
+  monotonic?: () => number;
   /** Source of jitter in [0, 1), for tests. Keys never use it. @default Math.random */
   random?: () => number;
 }
@@ -67,6 +89,11 @@ export interface ClientOptions {
 export interface IntentOptions {
   /** Use this key instead of minting one: 1–255 printable ASCII characters, no space at either end. */
   key?: string;
+  /**
+   * Form the intent inside your own transaction, for stores that can join one
+   * (PostgresStore: a `pg` client inside `BEGIN`): it commits or rolls back with your rows.
+   */
+  transaction?: unknown;
 }
 
 /** An unresolved intent, as `client.pending()` reports it. No bodies. */
@@ -101,7 +128,7 @@ export interface Client {
   pending(): Promise<PendingIntent[]>;
   /** Removes every intent of this client's scope (on logout). */
   clear(): Promise<void>;
-  /** Forgets completed and never-sent intents older than keyTtl. Resolves with how many. */
+  /** Forgets this scope's completed and never-sent intents past their retention. Resolves with how many. */
   sweep(): Promise<number>;
   on<T extends OncelyEventType | '*'>(
     type: T,
@@ -113,6 +140,13 @@ export interface Client {
 const isObservable = (store: Store): store is Store & ObservableStore =>
   typeof (store as Partial<ObservableStore>).subscribe === 'function';
 
+function checkMs(value: unknown, name: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0 || value > MAX_TIMER)
+    throw new InvalidArgumentError(`${name} must be a number of ms between 1 and ${MAX_TIMER}, got ${String(value)}.`);
+  return value;
+}
+
 /** Creates a client. See {@link ClientOptions}. */
 export function createClient(options: ClientOptions): Client {
   if (typeof options?.baseUrl !== 'string' || !URL.canParse(options.baseUrl))
@@ -120,16 +154,19 @@ export function createClient(options: ClientOptions): Client {
   const store = options.store;
   if (!store)
     throw new InvalidArgumentError(
-      'createClient needs a store. Import createClient from "oncely" (IndexedDB in browsers, files in Node), or pass `store: new MemoryStore()` for tests.',
+      'createClient needs a store. Import createClient from "oncely" (IndexedDB in browsers, SQLite in Node), or pass `store: new MemoryStore()` for tests.',
     );
   const scope = options.scope ?? 'default';
   if (typeof scope !== 'string' || scope === '') throw new InvalidArgumentError('scope must be a non-empty string.');
   const profile = resolveProfile(options.profile);
   const hub = new EventHub();
-  const coordinator: IntentCoordinator = options.coordinator ?? new LocalCoordinator();
-  const keyKind = options.keys ?? 'v7';
+  const coordinator: IntentCoordinator = options.coordinator ?? coordinatorFor(store);
+  const keys = options.keys ?? 'v7';
+  if (!['v7', 'v4', 'derived'].includes(keys))
+    throw new InvalidArgumentError(`keys must be 'v7', 'v4' or 'derived', got ${JSON.stringify(keys)}.`);
   const now = options.now ?? Date.now;
   const headers = options.headers;
+  const staticHeaders = headers && typeof headers !== 'function' ? headers : undefined;
   const ctx: ClientContext = {
     scope,
     store,
@@ -137,14 +174,17 @@ export function createClient(options: ClientOptions): Client {
     hub,
     coordinator,
     retry: resolveRetryOptions(options.retry),
-    keyTtl: options.keyTtl ?? profile.keyTtl,
-    ky: ky.create({ ...options.ky, ...(headers && typeof headers !== 'function' ? { headers } : {}) }),
-    kySeesBodies: kySeesBodies(options.ky),
+    keyTtl: checkMs(options.keyTtl, 'keyTtl', profile.keyTtl),
+    keys,
+    ky: ky.create({ ...options.ky, ...(staticHeaders ? { headers: staticHeaders } : {}) }),
     headers: typeof headers === 'function' ? headers : undefined,
     fetch: options.fetch ?? ((input, init) => globalThis.fetch(input, init)),
-    baseUrl: options.baseUrl,
+    baseUrl: normalizeBase(options.baseUrl),
     now,
+    monotonic: options.monotonic ?? (() => performance.now()),
     random: options.random ?? Math.random,
+    storeTimeout: checkMs(options.storeTimeout, 'storeTimeout', 10_000),
+    leaseTtl: checkMs(options.leaseTtl, 'leaseTtl', 15_000),
     inflight: new Map(),
   };
   if (options.onEvent) hub.on('*', options.onEvent);
@@ -156,7 +196,9 @@ export function createClient(options: ClientOptions): Client {
   if (isObservable(store)) unsubscribes.push(store.subscribe((event) => hub.emit({ type: 'store', event })));
 
   let sweptOnce = false;
-  const sweep = () => store.sweep(scope, now());
+  const guarded = <T>(what: string, run: () => Promise<T>, extra: { intent?: string } = {}) =>
+    storeCall(ctx, what, run, { scope, ...extra });
+  const sweep = () => guarded('sweeping', () => store.sweep(scope, now()));
 
   return {
     scope,
@@ -173,13 +215,22 @@ export function createClient(options: ClientOptions): Client {
         );
       const context = { intent: name, scope };
       const key =
-        intentOptions.key === undefined ? mintKey(keyKind, scope, name) : validateKey(intentOptions.key, context);
+        intentOptions.key === undefined ? mintKey(keys, scope, name) : validateKey(intentOptions.key, context);
       if (!sweptOnce) {
         sweptOnce = true;
-        // Housekeeping must never fail a payment: a store error here is reported later by the store itself.
+        // Housekeeping must never fail a payment: a failing sweep is the store's to report.
         sweep().catch(() => 0);
       }
-      const { record } = await store.claim(newRecord(scope, name, key, now()));
+      // Relaxed: a claim lost in a crash sent nothing; the in_flight write before the first attempt is strict.
+      const { record } = await guarded(
+        'forming the intent',
+        () =>
+          store.claim(newRecord(scope, name, key, now(), ctx.keyTtl), {
+            durability: 'relaxed',
+            ...(intentOptions.transaction !== undefined ? { transaction: intentOptions.transaction } : {}),
+          }),
+        { intent: name },
+      );
       if (intentOptions.key !== undefined && record.key !== intentOptions.key)
         throw new InvalidKeyError(
           `intent "${name}" already has another key stored; reset() it before using a new key`,
@@ -191,7 +242,7 @@ export function createClient(options: ClientOptions): Client {
       return new Intent(ctx, record);
     },
     async pending() {
-      const records = await store.list(scope, PENDING_STATES);
+      const records = await guarded('listing pending intents', () => store.list(scope, PENDING_STATES));
       const t = now();
       return records.map((r) => ({
         name: r.name,
@@ -200,10 +251,10 @@ export function createClient(options: ClientOptions): Client {
         attempts: r.attempts,
         createdAt: r.createdAt,
         age: t - r.createdAt,
-        expired: t - r.createdAt > ctx.keyTtl,
+        expired: t - r.createdAt > (r.ttl ?? ctx.keyTtl),
       }));
     },
-    clear: () => store.clear(scope),
+    clear: () => guarded('clearing the scope', () => store.clear(scope)),
     sweep,
     on: (type, listener) => hub.on(type, listener),
     async close() {

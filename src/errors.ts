@@ -5,7 +5,12 @@ export type OncelyErrorCode =
   | 'IN_PROGRESS'
   | 'OUTCOME_UNKNOWN'
   | 'INTENT_EXPIRED'
+  | 'INTENT_GONE'
   | 'HTTP_ERROR'
+  | 'TRANSPORT_FAILED'
+  | 'REDIRECT'
+  | 'NOT_SENT'
+  | 'CANCELLED'
   | 'RESPONSE_VALIDATION'
   | 'INVALID_KEY'
   | 'INVALID_ARGUMENT'
@@ -24,28 +29,6 @@ export interface ErrorContext {
   cause?: unknown;
 }
 
-/**
- * Base class of every error oncely throws. Switch on `code`. Messages never contain the
- * idempotency key (it can replay a request, so it stays out of logs); read `error.key`.
- */
-export class OncelyError extends Error {
-  readonly code: OncelyErrorCode;
-  readonly key: string | undefined;
-  readonly intent: string | undefined;
-  readonly scope: string | undefined;
-  readonly attempts: number;
-
-  constructor(code: OncelyErrorCode, message: string, context: ErrorContext = {}) {
-    super(message, context.cause === undefined ? undefined : { cause: context.cause });
-    this.name = new.target.name;
-    this.code = code;
-    this.key = context.key;
-    this.intent = context.intent;
-    this.scope = context.scope;
-    this.attempts = context.attempts ?? 0;
-  }
-}
-
 /** What a server said: status, headers and the body as far as it could be read. */
 export interface ServerAnswer {
   status: number;
@@ -54,15 +37,69 @@ export interface ServerAnswer {
   body: unknown;
 }
 
+type ErrorMessages = { [code in OncelyErrorCode]?: (intent: string, attempts: number) => string };
+
+/** Kept in one table so that each rule is written once; each says what to do next. */
+const RESUME = 'Its key is kept (error.key); send the same request under the same intent name to resume safely.';
+const MESSAGES: ErrorMessages = {
+  OUTCOME_UNKNOWN: (i, n) =>
+    `The outcome of intent "${i}" is unknown after ${n} attempt(s): the request may or may not have taken effect. ${RESUME}`,
+  IN_PROGRESS: (i, n) =>
+    `The server still reports intent "${i}" as in progress after ${n} attempt(s). The intent is kept as unknown; resume later with the same intent name.`,
+  INTENT_MISMATCH: (i) =>
+    `Intent "${i}" was already sent with a different request, so it cannot send this one under the same key. Nothing was sent. Call intent.reset() or use a new intent name for the changed request.`,
+  INTENT_GONE: (i) =>
+    `The stored record of intent "${i}" is gone or holds another key (reset, cleared or swept by another client). Nothing was sent: this object will not form it again behind your back. Call client.intent(name) to form the intent anew.`,
+  NOT_SENT: (i, n) =>
+    `Nothing of intent "${i}" reached a server in ${n} attempt(s) (connection refused, DNS failure, or a hook failed before sending). The intent is as it was; it is safe to send it again.`,
+};
+
+const message = (code: OncelyErrorCode, context: ErrorContext, fallback = '') =>
+  MESSAGES[code]?.(context.intent ?? '', context.attempts ?? 0) ?? fallback;
+
+/**
+ * Base class of every error oncely throws. Switch on `code` (after `isOncelyError`) to
+ * narrow to the class. The idempotency key is readable as `error.key` but never in a
+ * message, `JSON.stringify(error)` or `util.inspect(error)`: it can replay a request.
+ */
+export class OncelyError extends Error {
+  readonly code: OncelyErrorCode;
+  /** The idempotency key (not enumerable, so logs and serialisers leave it out). */
+  declare readonly key: string | undefined;
+  readonly intent: string | undefined;
+  readonly scope: string | undefined;
+  readonly attempts: number;
+
+  constructor(code: OncelyErrorCode, text: string, context: ErrorContext = {}) {
+    super(text || message(code, context), context.cause === undefined ? undefined : { cause: context.cause });
+    this.name = new.target.name;
+    this.code = code;
+    Object.defineProperty(this, 'key', { value: context.key, enumerable: false });
+    this.intent = context.intent;
+    this.scope = context.scope;
+    this.attempts = context.attempts ?? 0;
+  }
+
+  /** @internal A brand that survives realms and bundle duplicates, where `instanceof` does not. */
+  get isOncelyError(): true {
+    return true;
+  }
+
+  toJSON(): Record<string, unknown> {
+    return { name: this.name, code: this.code, message: this.message, intent: this.intent, attempts: this.attempts };
+  }
+}
+
 /**
  * The server says this key was already used with a different request (IETF: 422;
- * Stripe: 400 `idempotency_error`). Never retried; the intent is `failed`. Form a new
- * intent (new name, or `intent.reset()`) for the new request.
+ * Stripe: 400 `idempotency_error`), and no earlier attempt of this intent went unanswered:
+ * nothing happened. Never retried; the intent is `failed`. Use a new intent for the new request.
  */
 export class KeyReusedError extends OncelyError {
+  declare readonly code: 'KEY_REUSED';
   readonly status: number;
   readonly body: unknown;
-  constructor(answer: ServerAnswer, context: ErrorContext) {
+  constructor(answer: { status: number; body: unknown }, context: ErrorContext) {
     super(
       'KEY_REUSED',
       `The server rejected the idempotency key of intent "${context.intent}": it was already used with a different request (HTTP ${answer.status}). Nothing was retried. Use a new intent for a different request.`,
@@ -73,76 +110,100 @@ export class KeyReusedError extends OncelyError {
   }
 }
 
+/** Which parts of the request differ from the one first sent under this intent. */
+export type RequestPart = 'method' | 'path' | 'body';
+
 /**
  * Caught locally, before sending: this intent was already sent with a different
- * request (method, URL or body). Nothing was sent. A changed request is a new intent.
+ * request. Nothing was sent. A changed request is a new intent.
  */
 export class IntentMismatchError extends OncelyError {
-  constructor(context: ErrorContext) {
-    super(
-      'INTENT_MISMATCH',
-      `Intent "${context.intent}" was already sent with a different request, so it cannot send this one under the same key. Nothing was sent. Call intent.reset() or use a new intent name for the changed request.`,
-      context,
-    );
+  declare readonly code: 'INTENT_MISMATCH';
+  /** What changed, when the stored fingerprint can tell. */
+  readonly changed: readonly RequestPart[];
+  constructor(context: ErrorContext & { changed?: readonly RequestPart[] }) {
+    const changed = context.changed ?? [];
+    const base = message('INTENT_MISMATCH', context);
+    super('INTENT_MISMATCH', changed.length ? `${base} Changed: ${changed.join(', ')}.` : base, context);
+    this.changed = changed;
   }
 }
 
 /**
- * The outcome is not known: the retry budget ran out without a definitive answer
- * (network errors, timeouts, 5xx). The intent is `unknown` and keeps its key: resume
- * later by sending the same request under the same intent name.
+ * The outcome is not known: the budget ran out without a definitive answer, or an answer
+ * short of success came after an attempt that went unanswered (the first may have taken
+ * effect). The intent is `unknown` and keeps its key: resume by sending the same request
+ * under the same intent name.
  */
 export class OutcomeUnknownError extends OncelyError {
+  declare readonly code: 'OUTCOME_UNKNOWN' | 'IN_PROGRESS';
   /** The last server answer, if any attempt got one. */
   readonly lastAnswer: ServerAnswer | undefined;
   constructor(
     context: ErrorContext & { lastAnswer?: ServerAnswer },
-    code: OncelyErrorCode = 'OUTCOME_UNKNOWN',
-    message?: string,
+    code: 'OUTCOME_UNKNOWN' | 'IN_PROGRESS' = 'OUTCOME_UNKNOWN',
   ) {
-    super(
-      code,
-      message ??
-        `The outcome of intent "${context.intent}" is unknown after ${context.attempts ?? 0} attempt(s): the request may or may not have taken effect. Its key is kept (error.key); send the same request under the same intent name to resume safely.`,
-      context,
-    );
-    this.lastAnswer = context.lastAnswer;
+    const answer = context.lastAnswer;
+    const after = answer ? ` The last answer was HTTP ${answer.status}.` : '';
+    super(code, message(code, context) + after, context);
+    this.lastAnswer = answer;
   }
 }
 
 /**
- * The server kept answering "still in progress" (409) until the budget ran out. The
- * first request may still complete; the intent is `unknown` with its key kept.
+ * The server (or another client holding the intent's lease) kept reporting the request
+ * in progress until the budget ran out. The first request may still complete; the intent
+ * keeps its key.
  */
 export class InProgressError extends OutcomeUnknownError {
-  constructor(context: ErrorContext & { lastAnswer?: ServerAnswer }) {
-    super(
-      context,
-      'IN_PROGRESS',
-      `The server still reports intent "${context.intent}" as in progress after ${context.attempts ?? 0} attempt(s). The intent is kept as unknown; resume later with the same intent name.`,
-    );
+  declare readonly code: 'IN_PROGRESS';
+  /** `'server'`: the server answered 409; `'client'`: another client's lease held the intent (nothing sent here). */
+  readonly holder: 'server' | 'client';
+  constructor(context: ErrorContext & { lastAnswer?: ServerAnswer; holder?: 'server' | 'client' }) {
+    super(context, 'IN_PROGRESS');
+    this.holder = context.holder ?? 'server';
+    if (this.holder === 'client')
+      this.message = `Another client (tab, process or machine) is sending intent "${context.intent}" and still holds it; nothing was sent by this call. Try again later with the same intent name.`;
   }
 }
 
 /**
- * An intent whose outcome is unknown is older than `keyTtl`: the server may have
- * forgotten the key and would run the request again, so oncely refuses to resend it.
- * Reconcile by hand (look the operation up by `key`), then `intent.reset()`.
+ * A sent intent whose key is past its retention horizon (or whose creation time lies in
+ * the future: a clock that jumped): the server may have forgotten the key and would run
+ * the request again, so oncely refuses to resend it. Reconcile by hand (look the
+ * operation up by `key`), then settle or reset the intent.
  */
 export class IntentExpiredError extends OncelyError {
+  declare readonly code: 'INTENT_EXPIRED';
   readonly createdAt: number;
-  constructor(context: ErrorContext & { createdAt: number; keyTtl: number }) {
+  readonly reason: 'expired' | 'clock';
+  constructor(context: ErrorContext & { createdAt: number; keyTtl: number; reason?: 'expired' | 'clock' }) {
+    const reason = context.reason ?? 'expired';
+    const why =
+      reason === 'clock'
+        ? 'its key was minted in the future by this clock (the clock jumped, or another machine is ahead), so its age is unknown'
+        : `its key is older than its retention (${context.keyTtl} ms)`;
     super(
       'INTENT_EXPIRED',
-      `Intent "${context.intent}" has an unknown outcome and its key is older than keyTtl (${context.keyTtl} ms): the server may no longer remember it, so resending could repeat the effect. Reconcile the operation by its key (error.key), then call intent.reset().`,
+      `Intent "${context.intent}" was sent before and ${why}: the server may no longer remember it, so resending could repeat the effect. Nothing was sent. Reconcile the operation by its key (error.key), then settle or reset the intent.`,
       context,
     );
     this.createdAt = context.createdAt;
+    this.reason = reason;
   }
 }
 
-/** A definitive error answer (4xx, or a replayed 5xx). Not retried; the intent is `failed`. */
+/** The intent's record vanished or was re-formed with another key by another client. Nothing was sent. */
+export class IntentGoneError extends OncelyError {
+  declare readonly code: 'INTENT_GONE';
+  constructor(context: ErrorContext) {
+    super('INTENT_GONE', '', context);
+  }
+}
+
+/** A definitive error answer (4xx, or a replayed error). Not retried; the intent is `failed`. */
 export class HttpError extends OncelyError {
+  declare readonly code: 'HTTP_ERROR';
   readonly status: number;
   readonly headers: Headers;
   readonly body: unknown;
@@ -160,11 +221,71 @@ export class HttpError extends OncelyError {
   }
 }
 
+/** The function given to `intent.run()` threw an error that is not retried; it is the `cause`. */
+export class TransportError extends OncelyError {
+  declare readonly code: 'TRANSPORT_FAILED';
+  constructor(context: ErrorContext) {
+    const cause = context.cause instanceof Error ? `: ${context.cause.message}` : '';
+    super(
+      'TRANSPORT_FAILED',
+      `The transport of intent "${context.intent}" failed${cause}. It was not retried; the intent is failed (see error.cause).`,
+      context,
+    );
+  }
+}
+
+/**
+ * The server answered with a redirect oncely does not follow (301/302/303 on a keyed
+ * request, or any redirect to another origin, or one a browser hides). The server did
+ * receive the request, so the intent is `unknown` with its key kept.
+ */
+export class RedirectError extends OncelyError {
+  declare readonly code: 'REDIRECT';
+  readonly status: number;
+  /** The `Location` the server gave, when it could be read. */
+  readonly location: string | undefined;
+  constructor(answer: { status: number; location: string | undefined }, context: ErrorContext) {
+    super(
+      'REDIRECT',
+      `Intent "${context.intent}" got a redirect (HTTP ${answer.status}${answer.location ? ` to ${answer.location}` : ''}) that oncely does not follow: it would change the method or the origin, and the key and body never leave the origin. The server received the request, so the intent is unknown with its key kept. Point baseUrl at the final address.`,
+      context,
+    );
+    this.status = answer.status;
+    this.location = answer.location;
+  }
+}
+
+/** Every attempt of the call provably failed before reaching a server. The intent is as it was. */
+export class NotSentError extends OncelyError {
+  declare readonly code: 'NOT_SENT';
+  constructor(context: ErrorContext) {
+    super('NOT_SENT', '', context);
+  }
+}
+
+/** The call was aborted through its `signal` (the reason is `cause`). */
+export class CancelledError extends OncelyError {
+  declare readonly code: 'CANCELLED';
+  /** True when an attempt had gone out: the intent is then `unknown` with its key kept. */
+  readonly sent: boolean;
+  constructor(context: ErrorContext & { sent: boolean }) {
+    super(
+      'CANCELLED',
+      context.sent
+        ? `Intent "${context.intent}" was cancelled after an attempt went out: the outcome is unknown. ${RESUME}`
+        : `Intent "${context.intent}" was cancelled before anything was sent. The intent is as it was.`,
+      context,
+    );
+    this.sent = context.sent;
+  }
+}
+
 /**
  * The server answered with success but the body did not match the schema (or was not
  * JSON). The effect may have happened: the intent stays `succeeded` with its key.
  */
 export class ResponseValidationError extends OncelyError {
+  declare readonly code: 'RESPONSE_VALIDATION';
   readonly status: number;
   readonly body: unknown;
   readonly issues: readonly { message: string; path?: readonly unknown[] }[];
@@ -187,27 +308,28 @@ export class ResponseValidationError extends OncelyError {
 
 /** A caller-supplied idempotency key that cannot be sent. Nothing was sent. */
 export class InvalidKeyError extends OncelyError {
+  declare readonly code: 'INVALID_KEY';
   constructor(reason: string, context: ErrorContext = {}) {
     super('INVALID_KEY', `Invalid idempotency key: ${reason}. Nothing was sent.`, context);
   }
 }
 
-/** A bad argument (intent name, option). Nothing was sent. */
+/** A bad argument (intent name, option, body, header). Nothing was sent. */
 export class InvalidArgumentError extends OncelyError {
-  constructor(message: string, context: ErrorContext = {}) {
-    super('INVALID_ARGUMENT', message, context);
+  declare readonly code: 'INVALID_ARGUMENT';
+  constructor(text: string, context: ErrorContext = {}) {
+    super('INVALID_ARGUMENT', text, context);
   }
 }
 
 /**
  * The stored record of this intent is corrupt and its key cannot be recovered. oncely
- * neither sends nor mints a new key over it: the lost key may already have been sent,
- * and a new one could repeat the effect. The bad record was moved aside to `location`.
- * Reconcile by hand (ask the server whether the operation happened), then remove the
- * intent (`store.delete(scope, name)`) to form it afresh.
+ * neither sends nor mints a new key over it: the lost key may already have been sent.
+ * Reconcile by hand, then remove the intent (`store.delete(scope, name)`) to form it afresh.
  */
 export class CorruptRecordError extends OncelyError {
-  /** Where the bad record was moved (an IndexedDB key, a file path). */
+  declare readonly code: 'CORRUPT_RECORD';
+  /** Where the bad record was moved (an IndexedDB key, a file path, a table). */
   readonly location: string;
   /** What is wrong with it. */
   readonly reason: string;
@@ -229,10 +351,35 @@ export class CorruptRecordError extends OncelyError {
  * sending the same request under the same intent name once the store works again.
  */
 export class StoreError extends OncelyError {
+  declare readonly code: 'STORE_FAILED';
   /** True when an attempt of this call may have reached the server before the store failed. */
   readonly sent: boolean;
-  constructor(message: string, context: ErrorContext & { sent?: boolean } = {}) {
-    super('STORE_FAILED', message, context);
+  constructor(text: string, context: ErrorContext & { sent?: boolean } = {}) {
+    super('STORE_FAILED', text, context);
     this.sent = context.sent ?? false;
   }
+}
+
+/** Every error class oncely throws: `switch (error.code)` narrows to one of them. */
+export type AnyOncelyError =
+  | KeyReusedError
+  | IntentMismatchError
+  | OutcomeUnknownError
+  | InProgressError
+  | IntentExpiredError
+  | IntentGoneError
+  | HttpError
+  | TransportError
+  | RedirectError
+  | NotSentError
+  | CancelledError
+  | ResponseValidationError
+  | InvalidKeyError
+  | InvalidArgumentError
+  | CorruptRecordError
+  | StoreError;
+
+/** True for any error oncely threw, even from another copy of the library or another realm. */
+export function isOncelyError(error: unknown): error is AnyOncelyError {
+  return error instanceof OncelyError || (error as { isOncelyError?: unknown } | null)?.isOncelyError === true;
 }

@@ -63,7 +63,15 @@ describe('model-based chaos: no second effect, whatever the server and the clien
   it('the checks see a second effect when a key is lost (a restart that loses the store)', async () => {
     const schedule: Schedule = {
       profile: 'ietf',
-      retry: { maxAttempts: 1, deadline: 60_000, timeout: 10_000, baseDelay: 1, maxDelay: 5, maxRetryAfter: 5 },
+      retry: {
+        maxAttempts: 1,
+        deadline: 60_000,
+        timeout: 10_000,
+        baseDelay: 1,
+        maxDelay: 5,
+        maxRetryAfter: 5,
+        inProgressDelay: 1,
+      },
       sharedCoordinator: true,
       intents: 1,
       steps: [

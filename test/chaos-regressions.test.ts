@@ -5,7 +5,14 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalCoordinator } from '../src/coordinator/coordinator.js';
-import { createClient, IntentMismatchError, InvalidKeyError, MemoryStore, OutcomeUnknownError } from '../src/index.js';
+import {
+  createClient,
+  HttpError,
+  IntentMismatchError,
+  InvalidKeyError,
+  MemoryStore,
+  OutcomeUnknownError,
+} from '../src/index.js';
 import { createContractServer } from '../src/mock/index.js';
 import { runAndCheck, type Schedule } from './chaos/model.js';
 import { drive, useVirtualTime } from './chaos/virtual-time.js';
@@ -21,7 +28,15 @@ describe('regressions found by the chaos model and the fuzzers', () => {
     // seed -1038996693, path 11:1:0:0:0:0:0:0:0:0:0:0:4: the intent ended `failed` with one effect.
     const schedule: Schedule = {
       profile: 'ietf',
-      retry: { maxAttempts: 1, deadline: 100, timeout: 50, baseDelay: 0, maxDelay: 0, maxRetryAfter: 0 },
+      retry: {
+        maxAttempts: 1,
+        deadline: 100,
+        timeout: 50,
+        baseDelay: 0,
+        maxDelay: 0,
+        maxRetryAfter: 0,
+        inProgressDelay: 1,
+      },
       sharedCoordinator: true,
       intents: 2,
       steps: [{ kind: 'send', client: 0, intent: 0, variant: 0, transport: 'post' }],
@@ -56,7 +71,15 @@ describe('regressions found by the chaos model and the fuzzers', () => {
     // replayed, retried it as transient, and the intent stayed `unknown` through every resume.
     const schedule: Schedule = {
       profile: 'ietf',
-      retry: { maxAttempts: 1, deadline: 100, timeout: 50, baseDelay: 0, maxDelay: 0, maxRetryAfter: 0 },
+      retry: {
+        maxAttempts: 1,
+        deadline: 100,
+        timeout: 50,
+        baseDelay: 0,
+        maxDelay: 0,
+        maxRetryAfter: 0,
+        inProgressDelay: 1,
+      },
       sharedCoordinator: true,
       intents: 3,
       steps: [{ kind: 'dup', clients: [0, 1], intent: 0, variant: 0, variantB: 0, transport: 'run' }],
@@ -65,7 +88,7 @@ describe('regressions found by the chaos model and the fuzzers', () => {
     await runAndCheck(schedule);
   });
 
-  it('the same, without the model: one attempt, the transport error rethrown, the intent failed', async () => {
+  it('the same, without the model: one attempt, an HttpError with the transport error as cause, the intent failed', async () => {
     const client = createClient({ baseUrl: 'https://api.test/', store: new MemoryStore(), retry: { maxAttempts: 5 } });
     const intent = await drive(client.intent('payout'));
     let calls = 0;
@@ -79,7 +102,8 @@ describe('regressions found by the chaos model and the fuzzers', () => {
         throw stored;
       }),
     ).catch((e: unknown) => e);
-    expect(error).toBe(stored);
+    expect(error).toBeInstanceOf(HttpError);
+    expect(error).toMatchObject({ status: 500, replayed: true, cause: stored });
     expect(calls).toBe(1);
     expect(intent.state).toBe('failed');
   });
@@ -89,7 +113,15 @@ describe('regressions found by the chaos model and the fuzzers', () => {
     // server's 422 for the second settled `failed` over the first's `succeeded`, one effect.
     const schedule: Schedule = {
       profile: 'ietf',
-      retry: { maxAttempts: 2, deadline: 100, timeout: 50, baseDelay: 0, maxDelay: 0, maxRetryAfter: 0 },
+      retry: {
+        maxAttempts: 2,
+        deadline: 100,
+        timeout: 50,
+        baseDelay: 0,
+        maxDelay: 0,
+        maxRetryAfter: 0,
+        inProgressDelay: 1,
+      },
       sharedCoordinator: false,
       intents: 3,
       steps: [{ kind: 'dup', clients: [0, 1], intent: 0, variant: 0, variantB: 1, transport: 'run' }],

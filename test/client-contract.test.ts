@@ -112,9 +112,11 @@ describe('one key per intent, on every attempt', () => {
     const intent = await api.intent('checkout:7');
     const controller = new AbortController();
     controller.abort(new Error('user went back'));
-    await expect(intent.post('payments', { json: { amount: 1 }, signal: controller.signal })).rejects.toThrow(
-      'user went back',
-    );
+    await expect(intent.post('payments', { json: { amount: 1 }, signal: controller.signal })).rejects.toMatchObject({
+      code: 'CANCELLED',
+      sent: false,
+      cause: { message: 'user went back' },
+    });
     expect(intent.state).toBe('ready');
     expect((await intent.post('payments', { json: body })).status).toBe(201);
     expect(contract.effects(intent.key)).toBe(1);
@@ -143,7 +145,7 @@ describe('one key per intent, on every attempt', () => {
     expect(contract.effects(intent.key)).toBe(1);
   });
 
-  it('abort during a wait rejects at once with the reason; the intent is unknown, key kept', async () => {
+  it('abort during a wait rejects at once with CancelledError (the reason as cause); the intent is unknown, key kept', async () => {
     contract.inject({ fault: 'fail-before-commit', status: 503, retryAfter: 20 });
     const api = client({ retry: { maxRetryAfter: 60_000 } });
     const intent = await api.intent('checkout:10');
@@ -152,7 +154,7 @@ describe('one key per intent, on every attempt', () => {
     await vi.waitFor(() => expect(contract.attempts(intent.key)).toBe(1));
     const started = Date.now();
     controller.abort(new Error('left the page'));
-    await expect(pending).rejects.toThrow('left the page');
+    await expect(pending).rejects.toMatchObject({ code: 'CANCELLED', sent: true, cause: { message: 'left the page' } });
     expect(Date.now() - started).toBeLessThan(5_000);
     expect(intent.state).toBe('unknown');
     expect(contract.effects(intent.key)).toBe(0);
@@ -263,7 +265,7 @@ describe('run(): any transport under the intent key', () => {
         throw Object.assign(new Error('declined'), { statusCode: 402 });
       })
       .catch((e: unknown) => e);
-    expect(error).toMatchObject({ message: 'declined' });
+    expect(error).toMatchObject({ code: 'HTTP_ERROR', status: 402, cause: { message: 'declined' } });
     expect(calls).toBe(1);
     expect(failing.state).toBe('failed');
   });

@@ -1,17 +1,13 @@
 import { describe, expect, it, vi } from 'vitest';
-import { kySeesBodies } from '../src/http/send.js';
-import { canonicalJson, fingerprint } from '../src/intent/fingerprint.js';
+import { canonicalJson } from '../src/intent/canonical-json.js';
+import { sha256 } from '../src/intent/fingerprint.js';
 import { mintKey } from '../src/intent/keys.js';
 import { setupContract } from './helpers/contract.js';
 
 const { contract, client } = setupContract();
 const body = { amount: 4200, currency: 'eur' };
 
-/**
- * Without ky options that read bodies, the fetch given to ky attaches the request body
- * to each attempt and ky gets answers without theirs. These check that every party that
- * may look at a body still sees it.
- */
+/** ky sends exactly one attempt per call oncely makes of it: its hooks see every attempt, and every body. */
 describe('request and response bodies with ky options', () => {
   it('hooks see both bodies, on every attempt', async () => {
     contract.inject({ fault: 'fail-before-commit', status: 503, times: 1 });
@@ -28,8 +24,9 @@ describe('request and response bodies with ky options', () => {
     const intent = await api.intent('checkout:hooks');
     const res = await intent.post('payments', { json: body });
     expect(res).toMatchObject({ status: 201, attempts: 2 });
-    expect(sent).toEqual([body]);
-    expect(answers).toEqual([expect.objectContaining({ amount: 4200 })]);
+    expect(sent).toEqual([body, body]);
+    expect(answers).toHaveLength(2);
+    expect(answers[1]).toEqual(expect.objectContaining({ amount: 4200 }));
     expect(contract.effects(intent.key)).toBe(1);
   });
 
@@ -49,22 +46,13 @@ describe('request and response bodies with ky options', () => {
     expect(bodies).toEqual([body, body, body]);
     expect(contract.effects(intent.key)).toBe(1);
   });
-
-  it('kySeesBodies: hooks, progress callbacks and referrer settings', () => {
-    expect(kySeesBodies(undefined)).toBe(false);
-    expect(kySeesBodies({ credentials: 'include', hooks: { afterResponse: [] } })).toBe(false);
-    expect(kySeesBodies({ hooks: { beforeRetry: [() => undefined] } })).toBe(true);
-    expect(kySeesBodies({ onDownloadProgress: () => undefined })).toBe(true);
-    expect(kySeesBodies({ referrerPolicy: 'no-referrer' })).toBe(true);
-  });
 });
 
 describe('fingerprints and keys', () => {
   it("Node's synchronous hash gives Web Crypto's digest: stored fingerprints stay valid", async () => {
     const body = canonicalJson({ b: [1, 2], a: 'é 💳 \ud800 "quoted"' });
-    const text = JSON.stringify(['POST', 'https://x/pay', body]);
-    const digest = await globalThis.crypto.subtle.digest('SHA-256', new TextEncoder().encode(text));
-    expect(await fingerprint('post', 'https://x/pay', body)).toBe(Buffer.from(digest).toString('hex'));
+    const digest = await globalThis.crypto.subtle.digest('SHA-256', new TextEncoder().encode(body));
+    expect(await sha256(body)).toBe(Buffer.from(digest).toString('hex'));
   });
 
   it('v7 keys minted in one millisecond stay in order and unique', () => {

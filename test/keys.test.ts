@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidKeyError } from '../src/errors.js';
-import { canonicalJson, fingerprint } from '../src/intent/fingerprint.js';
+import { canonicalJson } from '../src/intent/canonical-json.js';
+import { changedParts, fingerprint, legacyFingerprint } from '../src/intent/fingerprint.js';
 import { mintKey, validateKey } from '../src/intent/keys.js';
 import { classifyStatus, ietf, stripe } from '../src/profiles/profiles.js';
 import { parseSfString, serializeSfString } from '../src/profiles/sf-string.js';
@@ -43,16 +44,22 @@ describe('keys', () => {
 });
 
 describe('fingerprint', () => {
-  it('ignores key order and whitespace but not values, method or URL', async () => {
-    expect(canonicalJson({ b: 1, a: { d: [1, { z: 1, y: 2 }], c: null } })).toBe(
-      '{"a":{"c":null,"d":[1,{"y":2,"z":1}]},"b":1}',
-    );
-    const base = await fingerprint('POST', 'https://x/pay', canonicalJson({ a: 1, b: 2 }));
-    expect(await fingerprint('post', 'https://x/pay', canonicalJson({ b: 2, a: 1 }))).toBe(base);
-    expect(await fingerprint('POST', 'https://x/pay', canonicalJson({ a: 1, b: 3 }))).not.toBe(base);
-    expect(await fingerprint('PATCH', 'https://x/pay', canonicalJson({ a: 1, b: 2 }))).not.toBe(base);
-    expect(await fingerprint('POST', 'https://x/pay2', canonicalJson({ a: 1, b: 2 }))).not.toBe(base);
-    expect(base).toMatch(/^[0-9a-f]{64}$/);
+  const parts = { method: 'POST', path: 'pay', body: canonicalJson({ a: 1, b: 2 }) };
+  it('binds method, path and body; says which part changed', async () => {
+    const base = await fingerprint(parts);
+    expect(await fingerprint({ ...parts, body: canonicalJson({ b: 2, a: 1 }) })).toBe(base);
+    expect(base).toMatch(/^v2\.[0-9a-f]{64}\.[0-9a-f]{8}\.[0-9a-f]{8}\.[0-9a-f]{8}$/);
+    expect(changedParts(base, await fingerprint({ ...parts, body: canonicalJson({ a: 1, b: 3 }) }))).toEqual(['body']);
+    expect(changedParts(base, await fingerprint({ ...parts, method: 'PATCH' }))).toEqual(['method']);
+    expect(changedParts(base, await fingerprint({ ...parts, path: 'pay2?x=1' }))).toEqual(['path']);
+    expect(changedParts(base, base)).toEqual([]);
+  });
+
+  it('honours a 0.1.0 fingerprint of the same request, and cannot tell what changed in one', async () => {
+    const legacy = await legacyFingerprint('POST', 'https://x/pay', { b: 2, a: 1 }, undefined);
+    expect(legacy).toMatch(/^[0-9a-f]{64}$/);
+    expect(changedParts(legacy, await fingerprint(parts), legacy)).toEqual([]);
+    expect(changedParts(legacy, await fingerprint(parts))).toEqual(['method', 'path', 'body']);
   });
 });
 

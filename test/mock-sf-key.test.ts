@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { canonicalJson } from '../src/intent/fingerprint.js';
+import { canonicalJson } from '../src/intent/canonical-json.js';
 import { requestFingerprint } from '../src/mock/fingerprint.js';
 import { readKeyHeader } from '../src/mock/key-header.js';
 import { parseSfString, serializeSfString } from '../src/profiles/sf-string.js';

@@ -55,6 +55,21 @@ async function dieInFlight(store: Store): Promise<string> {
   return key;
 }
 
+/**
+ * The page after a reload. Its old self still hangs in this process (a real reload would
+ * have killed it and freed its Web Lock), so it gets a lock of its own that, like Web Locks,
+ * covers the store: no lease to wait out.
+ */
+function reloaded(): IntentCoordinator {
+  const lock = new LocalCoordinator();
+  return {
+    exclusive: (scope, name, fn) => lock.exclusive(scope, name, fn),
+    publish() {},
+    subscribe: () => () => {},
+    coversStore: true,
+  };
+}
+
 /** Tabs over one store: one lock per intent across them (like Web Locks), records broadcast to the others. */
 function fakeTabs() {
   const lock = new LocalCoordinator();
@@ -62,6 +77,7 @@ function fakeTabs() {
   return (): IntentCoordinator => {
     const own = new Set<(record: IntentRecord) => void>();
     const tab: IntentCoordinator = {
+      coversStore: true,
       exclusive: (scope, name, fn) => lock.exclusive(scope, name, fn),
       publish(record) {
         for (const [other, set] of listeners)
@@ -81,7 +97,7 @@ describe('reload and remount', () => {
   it('resume auto: an intent left in flight is sent again with the same key and shows the replay', async () => {
     const store = new MemoryStore();
     const key = await dieInFlight(store);
-    const page = mount(makeClient(store));
+    const page = mount(makeClient(store, { coordinator: reloaded() }));
     await waitFor(() => expect(page.result.current.status).toBe('success'));
     expect(page.result.current).toMatchObject({ key, replayed: true, data: { ...cart, id: 'id_1' } });
     expect(contract.attempts(key)).toBe(2);
@@ -91,7 +107,7 @@ describe('reload and remount', () => {
   it('resume auto under StrictMode: exactly one resend', async () => {
     const store = new MemoryStore();
     const key = await dieInFlight(store);
-    const page = mount(makeClient(store), {}, StrictMode);
+    const page = mount(makeClient(store, { coordinator: reloaded() }), {}, StrictMode);
     await waitFor(() => expect(page.result.current.status).toBe('success'));
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(contract.attempts(key)).toBe(2);
@@ -101,7 +117,7 @@ describe('reload and remount', () => {
   it('resume manual: status unknown, nothing sent until mutate()', async () => {
     const store = new MemoryStore();
     const key = await dieInFlight(store);
-    const page = mount(makeClient(store), { resume: 'manual' });
+    const page = mount(makeClient(store, { coordinator: reloaded() }), { resume: 'manual' });
     await waitFor(() => expect(page.result.current.status).toBe('unknown'));
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(contract.attempts(key)).toBe(1);

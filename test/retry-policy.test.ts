@@ -48,12 +48,13 @@ describe('RetryBudget', () => {
   it('caps huge server hints at maxRetryAfter', () => {
     const budget = new RetryBudget(
       options,
+      () => 0,
       () => NOW,
       () => 0.5,
     );
-    budget.attempts = 1;
-    expect(budget.nextDelay(h({ 'retry-after': '1000000000000' }))).toBe(3000);
-    expect(budget.nextDelay(h({ 'retry-after': 'Fri, 31 Dec 9999 23:59:59 GMT' }))).toBe(3000);
+    const hinted = (headers: Headers) => budget.delayAfter(1, { headers, inProgress: false });
+    expect(hinted(h({ 'retry-after': '1000000000000' }))).toBe(3000);
+    expect(hinted(h({ 'retry-after': 'Fri, 31 Dec 9999 23:59:59 GMT' }))).toBe(3000);
   });
 
   it('uses full-jitter backoff without a hint, capped by maxDelay', () => {
@@ -64,20 +65,18 @@ describe('RetryBudget', () => {
   });
 
   it('stops at maxAttempts and never waits past the deadline', () => {
-    let now = NOW;
+    let now = 0;
     const budget = new RetryBudget(
       options,
       () => now,
+      () => NOW,
       () => 0.5,
     );
-    budget.attempts = 3;
-    expect(budget.allows(100)).toBe(true);
-    budget.attempts = 4;
-    expect(budget.allows(0)).toBe(false);
-    budget.attempts = 1;
-    now = NOW + 9_000;
-    expect(budget.allows(999)).toBe(true);
-    expect(budget.allows(1000)).toBe(false);
+    expect(budget.allows(3, 100)).toBe(true);
+    expect(budget.allows(4, 0)).toBe(false);
+    now = 9_000;
+    expect(budget.allows(1, 999)).toBe(true);
+    expect(budget.allows(1, 1000)).toBe(false);
   });
 
   it('rejects nonsensical options with a clear message', () => {

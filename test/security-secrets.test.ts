@@ -85,7 +85,7 @@ const expectNoSecret = (dump: string, where: string) => {
 };
 
 describe('no request or response bodies in the store', () => {
-  it('MemoryStore: records hold key, fingerprint, state, timestamps, attempts, status only', async () => {
+  it('MemoryStore: records hold key, fingerprint, state, timestamps, ttl, attempts, status and a lease only', async () => {
     const store = new MemoryStore();
     const contract = serverWithSecretResponses();
     await gauntlet(clientOver(store, contract), contract);
@@ -104,7 +104,9 @@ describe('no request or response bodies in the store', () => {
             'attempts',
             'createdAt',
             'updatedAt',
+            'ttl',
             'status',
+            'lease',
           ].includes(k),
         ),
       ).toBe(true);

@@ -1,3 +1,4 @@
+import { intentId } from '../store/record-rules.js';
 import type { IntentRecord } from '../store/store.js';
 import { KeyedQueue } from './keyed-queue.js';
 
@@ -13,15 +14,30 @@ export interface IntentCoordinator {
   publish(record: IntentRecord): void;
   /** Hears records published by other clients. Returns an unsubscribe function. */
   subscribe(listener: (record: IntentRecord) => void): () => void;
+  /**
+   * True when `exclusive` already excludes every client of the store and frees the lock
+   * of a client that died (Web Locks across the tabs of an origin). Otherwise (processes,
+   * machines) the engine also waits on the lease an in-flight call keeps in the record.
+   */
+  readonly coversStore?: boolean;
   close?(): void;
 }
 
-/** A coordinator for one client alone: a promise chain per intent, nothing published. */
+const shared = new WeakMap<object, LocalCoordinator>();
+
+/** The in-process coordinator of one store: clients sharing a store instance share it. */
+export function coordinatorFor(store: object): LocalCoordinator {
+  const coordinator = shared.get(store) ?? new LocalCoordinator();
+  shared.set(store, coordinator);
+  return coordinator;
+}
+
+/** A coordinator within one process: a promise chain per intent, nothing published. */
 export class LocalCoordinator implements IntentCoordinator {
   readonly #queue = new KeyedQueue();
 
   exclusive<T>(scope: string, name: string, fn: () => Promise<T>): Promise<T> {
-    return this.#queue.run(JSON.stringify([scope, name]), fn);
+    return this.#queue.run(intentId(scope, name), fn);
   }
 
   publish(): void {}

@@ -1,66 +1,110 @@
-import { isReplayed, type Outcome, type Profile } from '../profiles/profiles.js';
+import isNetworkError from 'is-network-error';
+import { isReplay, type Outcome, type Profile } from '../profiles/profiles.js';
+import type { AttemptReport } from '../retry/loop.js';
+import { isRedirect, provablyNotSent } from './answer.js';
 
-/** What `intent.run()` learned from an error your transport threw. */
-export interface ThrownOutcome {
-  outcome: Outcome;
-  status?: number;
-  headers?: Headers;
-  /** The error carried the profile's replay marker: the server's stored answer. */
-  replayed?: boolean;
-}
-
-/** Your own mapping from a thrown error to an outcome; `undefined` falls back to the default. */
+/** Your own mapping from an error your transport threw to an outcome; `undefined` falls back to the default. */
 export type RunClassifier = (error: unknown) => Outcome | undefined;
 
+/** Connection-level failures after which the request may or may not have arrived. */
 const NETWORK_CODES = new Set([
   'ECONNRESET',
-  'ECONNREFUSED',
   'ECONNABORTED',
   'ETIMEDOUT',
   'EPIPE',
-  'EAI_AGAIN',
-  'ENETUNREACH',
-  'EHOSTUNREACH',
   'UND_ERR_SOCKET',
+  'UND_ERR_CLOSED',
   'UND_ERR_CONNECT_TIMEOUT',
   'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
 ]);
+
+type Loose = Record<string, unknown> & { response?: Record<string, unknown>; raw?: Record<string, unknown> };
 
 const toHeaders = (value: unknown): Headers | undefined => {
   if (value instanceof Headers) return value;
   if (value === null || typeof value !== 'object') return undefined;
   const headers = new Headers();
-  for (const [name, v] of Object.entries(value)) if (typeof v === 'string') headers.set(name, v);
+  for (const [name, v] of Object.entries(value)) {
+    if (typeof v === 'string') headers.set(name, v);
+    else if (Array.isArray(v)) for (const item of v) if (typeof item === 'string') headers.append(name, item);
+  }
   return headers;
 };
 
-/**
- * Default reading of a transport's error: an HTTP status (`status`, `statusCode` or
- * `response.status`, as thrown by ky, stripe-node, axios, fetch wrappers) is classified by
- * the profile; connection and timeout errors are retryable (outcome unknown); anything
- * else is a definitive failure, not retried.
- */
-export function classifyThrown(error: unknown, profile: Profile, custom?: RunClassifier): ThrownOutcome {
-  const e = (error ?? {}) as Record<string, unknown> & { response?: Record<string, unknown> };
-  const status = [e.status, e.statusCode, e.response?.status].find((s): s is number => typeof s === 'number');
-  const headers = toHeaders(e.headers ?? e.response?.headers);
-  const chosen = custom?.(error);
-  if (chosen) return { outcome: chosen, ...(status ? { status } : {}), ...(headers ? { headers } : {}) };
-  if (status !== undefined) {
-    const body = e.raw ?? e.body ?? e.data ?? e.response?.data;
-    let outcome = profile.classify({ status, headers: headers ?? new Headers(), body });
-    const replayed = headers !== undefined && isReplayed(headers, profile.replayHeaders);
-    // A replayed error is the server's stored answer, as in http-send's classify(): not retried.
-    if (replayed && (outcome === 'retryable' || outcome === 'in_progress')) outcome = 'failed';
-    return { outcome, status, replayed, ...(headers ? { headers } : {}) };
+const statusOf = (...values: unknown[]) =>
+  values.find((s): s is number => typeof s === 'number' && s >= 100 && s <= 599);
+
+function isConnectionError(error: unknown): boolean {
+  for (let e = error as Loose | undefined, depth = 0; e && typeof e === 'object' && depth < 4; depth++) {
+    if (isNetworkError(e)) return true;
+    if (typeof e.code === 'string' && (NETWORK_CODES.has(e.code) || provablyNotSent(e))) return true;
+    const name = typeof e.name === 'string' ? e.name : '';
+    const type = typeof e.type === 'string' ? e.type : '';
+    if (/network|connection|timeout/i.test(name) || type === 'StripeConnectionError') return true;
+    e = e.cause as Loose | undefined;
   }
-  const name = typeof e.name === 'string' ? e.name : '';
-  const code = typeof e.code === 'string' ? e.code : '';
-  const cause = e.cause as { code?: unknown } | undefined;
-  const network =
-    NETWORK_CODES.has(code) ||
-    (typeof cause?.code === 'string' && NETWORK_CODES.has(cause.code)) ||
-    /network|connection|timeout/i.test(name) ||
-    (error instanceof TypeError && /fetch|network/i.test(error.message));
-  return { outcome: network ? 'retryable' : 'failed' };
+  return false;
+}
+
+/**
+ * How a value returned by `run()`'s function ended the attempt: a `Response` by its status
+ * (a 503 Response is not a success), a result with `lastResponse` (stripe-node) checked for
+ * the replay marker; anything else is a success.
+ */
+export async function reportValue<T>(value: T, profile: Profile): Promise<AttemptReport<T>> {
+  if (value instanceof Response) {
+    if (isRedirect(value)) return { outcome: 'redirect', replayed: false, sent: true, status: value.status, value };
+    // The profile may read the body (Stripe's error type): read a copy, the caller gets the original.
+    const body = value.ok
+      ? undefined
+      : await value
+          .clone()
+          .text()
+          .catch(() => undefined);
+    const answer = { status: value.status, headers: value.headers, body };
+    return {
+      outcome: profile.classify(answer),
+      replayed: isReplay(profile, answer),
+      sent: true,
+      status: value.status,
+      headers: value.headers,
+      value,
+    };
+  }
+  let last: Loose | undefined;
+  try {
+    last = (value as { lastResponse?: Loose } | null)?.lastResponse;
+  } catch {
+    // A value whose getters throw (a proxy) carries no response to read.
+  }
+  const headers = toHeaders(last?.headers);
+  const status = statusOf(last?.statusCode, last?.status) ?? 200;
+  const replayed = headers !== undefined && isReplay(profile, { status, headers, body: value });
+  return { outcome: 'success', replayed, sent: true, status, value };
+}
+
+/**
+ * How an error your transport threw ended the attempt: an HTTP status (`status`,
+ * `statusCode` or `response.status`, as thrown by ky, stripe-node, axios, fetch wrappers)
+ * is classified by the profile; connection errors and timeouts are retried (outcome
+ * unknown) unless they prove nothing was sent; anything else is a definitive failure.
+ */
+export function reportThrown(
+  error: unknown,
+  profile: Profile,
+  custom: RunClassifier | undefined,
+): AttemptReport<never> {
+  const e = (error ?? {}) as Loose;
+  const status = statusOf(e.status, e.statusCode, e.response?.status);
+  const headers = toHeaders(e.headers ?? e.response?.headers ?? e.raw?.headers);
+  const base = { replayed: false, sent: true, error, ...(status ? { status } : {}), ...(headers ? { headers } : {}) };
+  const chosen = custom?.(error);
+  if (status !== undefined) {
+    const answer = { status, headers: headers ?? new Headers(), body: e.raw ?? e.body ?? e.data ?? e.response?.data };
+    return { ...base, outcome: chosen ?? profile.classify(answer), replayed: isReplay(profile, answer) };
+  }
+  if (chosen) return { ...base, outcome: chosen };
+  if (isConnectionError(error)) return { ...base, outcome: 'no_answer', sent: !provablyNotSent(error) };
+  return { ...base, outcome: 'failed' };
 }

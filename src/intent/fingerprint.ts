@@ -1,17 +1,12 @@
-/**
- * The request fingerprint: SHA-256 over method, URL and the canonical body. Stored when
- * an intent is first sent, so a changed request under the same intent is caught locally.
- */
+import type { RequestPart } from '../errors.js';
 
-/** JSON with object keys sorted at every depth, so `{a,b}` and `{b,a}` hash alike. */
-export function canonicalJson(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) => {
-    if (v === null || typeof v !== 'object' || Array.isArray(v)) return v;
-    const sorted: Record<string, unknown> = {};
-    for (const k of Object.keys(v).sort()) sorted[k] = (v as Record<string, unknown>)[k];
-    return sorted;
-  });
-}
+/**
+ * The request fingerprint, stored when an intent is first sent so that a changed request
+ * under the same intent is caught locally: `v2.<sha256>.<m>.<p>.<b>`, a SHA-256 over the
+ * method, the path and query relative to `baseUrl` and the body, followed by short hashes
+ * of each part that say which one changed. Relative paths keep pending intents valid when
+ * the API moves to another host.
+ */
 
 interface NodeCrypto {
   createHash(algorithm: 'sha256'): { update(text: string): { digest(encoding: 'hex'): string } };
@@ -20,9 +15,9 @@ interface NodeCrypto {
 let nodeCrypto: NodeCrypto | null | undefined;
 
 /**
- * Node's `crypto` module where the runtime has one (read through `process.getBuiltinModule`,
- * so bundles for browsers import nothing), else null. Its hash is synchronous: Web Crypto's
- * `digest` in Node is a round trip through the thread pool, about 40 µs per call.
+ * Node's `crypto` where the runtime has one (through `process.getBuiltinModule`, so
+ * browser bundles import nothing): its hash is synchronous, Web Crypto's is a thread-pool
+ * round trip in Node.
  */
 function nodeHash(): NodeCrypto | null {
   if (nodeCrypto === undefined) {
@@ -33,11 +28,57 @@ function nodeHash(): NodeCrypto | null {
   return nodeCrypto;
 }
 
-/** Hex SHA-256 (UTF-8) of method, URL and body, separated unambiguously. */
-export async function fingerprint(method: string, url: string, body: string | undefined): Promise<string> {
-  const text = JSON.stringify([method.toUpperCase(), url, body ?? null]);
+/** Hex SHA-256 of a UTF-8 string. */
+export async function sha256(text: string): Promise<string> {
   const node = nodeHash();
   if (node) return node.createHash('sha256').update(text).digest('hex');
   const digest = await globalThis.crypto.subtle.digest('SHA-256', new TextEncoder().encode(text));
   return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+export interface RequestParts {
+  method: string;
+  /** Path and query relative to the client's `baseUrl` (for `run()`, the intent name). */
+  path: string;
+  /** The body as sent (canonical JSON for `json`), or null. */
+  body: string | null;
+}
+
+export async function fingerprint(parts: RequestParts): Promise<string> {
+  const [all, method, path, body] = await Promise.all([
+    sha256(JSON.stringify([parts.method, parts.path, parts.body])),
+    sha256(parts.method),
+    sha256(parts.path),
+    sha256(JSON.stringify(parts.body)),
+  ]);
+  return ['v2', all, method.slice(0, 8), path.slice(0, 8), body.slice(0, 8)].join('.');
+}
+
+/**
+ * Compares a stored fingerprint with this request's. `[]` when they match; else the parts
+ * that changed (all three when a 0.1.0 fingerprint cannot tell).
+ */
+export function changedParts(stored: string, current: string, legacy?: string): RequestPart[] {
+  if (stored === current || (legacy !== undefined && stored === legacy)) return [];
+  const a = stored.split('.');
+  const b = current.split('.');
+  if (a[0] !== 'v2' || a.length !== 5) return ['method', 'path', 'body'];
+  const changed = (['method', 'path', 'body'] as const).filter((_, i) => a[i + 2] !== b[i + 2]);
+  return changed.length ? changed : ['method', 'path', 'body'];
+}
+
+/** JSON with sorted keys as 0.1.0 wrote it (its fingerprints are still honoured). */
+function legacyCanonical(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) => {
+    if (v === null || typeof v !== 'object' || Array.isArray(v)) return v;
+    const sorted: Record<string, unknown> = {};
+    for (const k of Object.keys(v).sort()) sorted[k] = (v as Record<string, unknown>)[k];
+    return sorted;
+  });
+}
+
+/** The fingerprint 0.1.0 stored for the same request: over the absolute URL, or `'RUN'` + name. */
+export function legacyFingerprint(method: string, url: string, json: unknown, body: string | undefined) {
+  const text = json !== undefined ? legacyCanonical(json) : body;
+  return sha256(JSON.stringify([method, url, text ?? null]));
 }

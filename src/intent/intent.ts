@@ -1,52 +1,27 @@
-import type { KyInstance } from 'ky';
-import pRetry from 'p-retry';
-import type { IntentCoordinator } from '../coordinator/coordinator.js';
 import {
+  CancelledError,
   HttpError,
-  InProgressError,
-  IntentExpiredError,
   IntentMismatchError,
   InvalidArgumentError,
   KeyReusedError,
   OncelyError,
-  OutcomeUnknownError,
   ResponseValidationError,
-  type ServerAnswer,
+  TransportError,
 } from '../errors.js';
-import type { EventHub } from '../events.js';
+import type { ReadAnswer } from '../http/answer.js';
+import { fetchAttempt, type HttpSender, httpAttempt, withTimeout } from '../http/attempt.js';
 import { type InferOutput, type StandardSchemaV1, validate } from '../http/schema.js';
-import { type ClassifiedAnswer, sendWithKy } from '../http/send.js';
-import { classifyThrown, type RunClassifier } from '../http/thrown.js';
-import type { Outcome, Profile } from '../profiles/profiles.js';
-import { type ResolvedRetryOptions, RetryBudget } from '../retry/policy.js';
-import type { IntentRecord, IntentState, Store } from '../store/store.js';
-import { canonicalJson, fingerprint } from './fingerprint.js';
-import { newRecord, SENT_STATES, toInFlight, toSettled, toUnsent } from './transitions.js';
-
-/** What an intent shares with the client that made it. */
-export interface ClientContext {
-  scope: string;
-  store: Store;
-  profile: Profile;
-  hub: EventHub;
-  coordinator: IntentCoordinator;
-  retry: ResolvedRetryOptions;
-  keyTtl: number;
-  ky: KyInstance;
-  /** The client's ky options may read bodies: ky gets them (see `kySeesBodies` in http-send). */
-  kySeesBodies: boolean;
-  /** Per-call headers from the client options (e.g. a fresh Authorization). */
-  headers: (() => HeadersInit) | undefined;
-  fetch: typeof globalThis.fetch;
-  baseUrl: string;
-  now: () => number;
-  random: () => number;
-  /** Calls in flight in this client, per intent: a second identical call joins the first. */
-  inflight: Map<string, { fingerprint: string; promise: Promise<unknown> }>;
-}
+import { type RunClassifier, reportThrown, reportValue } from '../http/thrown.js';
+import { intentId } from '../store/record-rules.js';
+import type { IntentRecord } from '../store/store.js';
+import { type CallPlan, contextOf, emit, type IntentHandle, lastAnswer, sendCall, storeCall } from './call.js';
+import type { ClientContext } from './context.js';
+import { changedParts, fingerprint, legacyFingerprint } from './fingerprint.js';
+import { mintKey } from './keys.js';
+import { mergeHeaders, resolveTarget, serializeBody } from './request-spec.js';
 
 export interface RequestOptions<S extends StandardSchemaV1 | undefined = undefined> {
-  /** JSON body, serialized canonically (sorted keys) into the fingerprint. */
+  /** JSON body, sent and fingerprinted as RFC 8785 canonical JSON. */
   json?: unknown;
   /** A raw string body, when the API does not take JSON. */
   body?: string;
@@ -59,6 +34,7 @@ export interface RequestOptions<S extends StandardSchemaV1 | undefined = undefin
   /**
    * Send the idempotency key with this request. POST and PATCH (the profile's
    * `keyedMethods`) always do; set it for PUT, DELETE or others.
+   * @default false
    */
   sendKey?: boolean;
 }
@@ -68,21 +44,25 @@ export interface IntentResponse<T> {
   data: T;
   status: number;
   headers: Headers;
-  /** The server answered from its stored result (`Idempotent-Replayed: true`): no new effect. */
+  /** The server answered from its stored result (a replay): no new effect. */
   replayed: boolean;
   key: string;
   intent: string;
-  /** Attempts this call sent (the stored record counts all calls). */
+  /** Attempts this call made (the stored record counts all calls). */
   attempts: number;
 }
 
 export type DataOf<S> = S extends StandardSchemaV1 ? InferOutput<S> : unknown;
 
 export interface RunContext {
+  /** The idempotency key, raw: pass it as your SDK's idempotency key option. */
   key: string;
+  /** The key header as the profile sends it (name and encoded value), for raw HTTP transports. */
+  headers: Record<string, string>;
   /** 1 for the first attempt. */
   attempt: number;
-  signal: AbortSignal | undefined;
+  /** Aborts on the caller's signal and on the per-attempt timeout: pass it to your transport. */
+  signal: AbortSignal;
 }
 
 export interface RunOptions {
@@ -90,44 +70,40 @@ export interface RunOptions {
   /**
    * What binds this run to its intent, like a request body (JSON). A later run of the
    * same intent with a different `request` is an `IntentMismatchError`.
+   * @example { request: { amount: 1000, currency: 'eur', customer } }
    */
   request?: unknown;
-  /** Maps an error thrown by your function to an outcome. Default: by its HTTP status. */
+  /** Maps an error thrown by your function to an outcome. Default: by its HTTP status, or network errors. */
   classify?: RunClassifier;
 }
-
-type Settle = { state: 'succeeded' | 'failed' | 'unknown'; attempts: number; status?: number };
 
 /**
  * One user intent (a checkout, a payout) and its idempotency key. Get it from
  * `client.intent(name)`; every request it sends carries the same key.
  */
 export class Intent {
-  #record: IntentRecord;
+  readonly #h: IntentHandle;
 
-  constructor(
-    private readonly ctx: ClientContext,
-    record: IntentRecord,
-  ) {
-    this.#record = record;
+  constructor(ctx: ClientContext, record: IntentRecord) {
+    this.#h = { ctx, scope: record.scope, name: record.name, key: record.key, record };
   }
 
   get name(): string {
-    return this.#record.name;
+    return this.#h.name;
   }
   get scope(): string {
-    return this.#record.scope;
+    return this.#h.scope;
   }
   /** The idempotency key sent on every attempt. */
   get key(): string {
-    return this.#record.key;
+    return this.#h.key;
   }
   get state(): IntentRecord['state'] {
-    return this.#record.state;
+    return this.#h.record.state;
   }
   /** A copy of the stored record as last seen by this object. */
   get record(): IntentRecord {
-    return { ...this.#record };
+    return { ...this.#h.record };
   }
 
   post<S extends StandardSchemaV1 | undefined = undefined>(path: string, options?: RequestOptions<S>) {
@@ -149,138 +125,179 @@ export class Intent {
     path: string,
     options: RequestOptions<S> = {},
   ): Promise<IntentResponse<DataOf<S>>> {
-    if (options.json !== undefined && options.body !== undefined)
-      throw new InvalidArgumentError('Pass either `json` or `body`, not both.', this.#context());
-    const upper = method.toUpperCase();
-    const url = new URL(path.replace(/^\//, ''), this.ctx.baseUrl.replace(/\/?$/, '/')).href;
-    const body = options.json !== undefined ? canonicalJson(options.json) : options.body;
-    const fp = await fingerprint(upper, url, body);
-    return this.#singleFlight(fp, options.signal, async (record) => {
-      const headers = new Headers(this.ctx.headers?.());
-      for (const [name, value] of new Headers(options.headers)) headers.set(name, value);
-      if (options.json !== undefined && !headers.has('content-type')) headers.set('content-type', 'application/json');
-      if (options.sendKey || this.ctx.profile.keyedMethods.includes(upper))
-        headers.set(this.ctx.profile.header, this.ctx.profile.encodeKey(record.key));
-      const budget = this.#budget();
-      const result = await sendWithKy(
-        this.ctx.ky,
-        { method: upper, url, headers, body, signal: options.signal, kySeesBodies: this.ctx.kySeesBodies },
-        this.ctx.profile,
-        budget,
-        {
-          onAttempt: (attempt, request) =>
-            this.#emit({ type: 'attempt', attempt, method: request.method, url: request.url }),
-          onRetry: (delay, reason, status) =>
-            this.#emit({ type: 'retry', attempt: budget.attempts, delay, reason, ...(status ? { status } : {}) }),
-          onConflict: (status, retryAfter) => this.#emit({ type: 'conflict', status, retryAfter }),
-        },
-        this.ctx.fetch,
-      );
-      if (result.kind === 'no-answer') return this.#noAnswer(result.error, budget.attempts, options.signal);
-      return this.#answered(result, budget.attempts, options.schema);
+    const { ctx } = this.#h;
+    const where = { intent: this.name, scope: this.scope };
+    const upper = checkMethod(method, where);
+    const target = resolveTarget(ctx.baseUrl, path, where);
+    const body = serializeBody(options.json, options.body, where);
+    const headers = mergeHeaders([ctx.headers?.(), options.headers], where);
+    if (options.json !== undefined && !headers.has('content-type')) headers.set('content-type', 'application/json');
+    if (options.sendKey || ctx.profile.keyedMethods.includes(upper))
+      headers.set(ctx.profile.header, ctx.profile.encodeKey(this.key));
+    const http = { method: upper, url: target.url, headers, body };
+    const sender: HttpSender = ctx;
+    return this.#call<ReadAnswer, IntentResponse<DataOf<S>>>({
+      fingerprint: await fingerprint({ method: upper, path: target.path, body: body ?? null }),
+      legacyFingerprint: await this.#legacy(() => legacyFingerprint(upper, target.url, options.json, options.body)),
+      signal: options.signal,
+      method: upper,
+      url: target.url,
+      attempt: async (_n, timeout, signal) => {
+        const report = await httpAttempt(sender, http, timeout, signal);
+        if (report.follow) http.url = report.follow;
+        return report as Awaited<ReturnType<CallPlan<ReadAnswer, unknown>['attempt']>>;
+      },
+      finish: async (verdict, end, context) => {
+        const answer = end.last.value as ReadAnswer;
+        const { replayed } = end.last;
+        if (verdict.result === 'key_reused') throw new KeyReusedError(answer, context);
+        if (verdict.result === 'http_error') throw new HttpError({ ...answer, replayed }, context);
+        let data: unknown = answer.body;
+        if (options.schema) {
+          if (!answer.json)
+            throw new ResponseValidationError(answer, [{ message: 'the response body is not JSON' }], context);
+          const checked = await validate(options.schema, answer.body);
+          if ('issues' in checked) throw new ResponseValidationError(answer, checked.issues as never, context);
+          data = checked.value;
+        }
+        const { status, headers } = answer;
+        return {
+          data: data as DataOf<S>,
+          status,
+          headers,
+          replayed,
+          key: this.key,
+          intent: this.name,
+          attempts: end.attempts,
+        };
+      },
     });
   }
 
   /**
-   * Runs any transport (stripe-node, GraphQL, fetch) under this intent: oncely owns the
-   * key and the retries; your function gets `{ key, attempt, signal }` and must send
-   * `key` as the idempotency key on every request it makes, its own retries included.
+   * Runs any transport (stripe-node, GraphQL, your fetch) under this intent: oncely owns
+   * the key and the retries; your function gets `{ key, headers, attempt, signal }` and
+   * must send the key on every request it makes. Turn its own retries off (stripe-node:
+   * `maxNetworkRetries: 0`), or each of oncely's attempts multiplies them.
    */
   async run<T>(fn: (context: RunContext) => Promise<T>, options: RunOptions = {}): Promise<T> {
-    const fp = await fingerprint('RUN', this.name, canonicalJson(options.request ?? null));
-    return this.#singleFlight(fp, options.signal, async (record) => {
-      const budget = this.#budget();
-      let lastStatus: number | undefined;
-      let lastOutcome: Outcome | undefined;
-      let lastReplayed = false;
-      try {
-        const value = await pRetry(
-          async (attempt) => {
-            budget.attempts = attempt;
-            this.#emit({ type: 'attempt', attempt, method: 'RUN', url: this.name });
-            return fn({ key: record.key, attempt, signal: options.signal });
-          },
-          {
-            retries: budget.options.maxAttempts - 1,
-            signal: options.signal,
-            minTimeout: 1,
-            factor: 1,
-            randomize: false,
-            onFailedAttempt: async ({ error, attemptNumber: attempt }) => {
-              const thrown = classifyThrown(error, this.ctx.profile, options.classify);
-              lastStatus = thrown.status;
-              lastOutcome = thrown.outcome;
-              lastReplayed = thrown.replayed === true;
-              if (thrown.outcome === 'in_progress' && thrown.status)
-                this.#emit({ type: 'conflict', status: thrown.status });
-              if (thrown.outcome !== 'retryable' && thrown.outcome !== 'in_progress') return;
-              const delay = budget.nextDelay(thrown.headers);
-              if (!budget.allows(delay)) {
-                lastOutcome = thrown.outcome === 'in_progress' ? 'in_progress' : 'retryable';
-                throw error;
-              }
-              this.#emit({
-                type: 'retry',
-                attempt,
-                delay,
-                reason: thrown.status ? 'status' : 'network',
-                ...(thrown.status ? { status: thrown.status } : {}),
-              });
-              await sleep(delay, options.signal);
-            },
-            shouldRetry: ({ error }) => {
-              const outcome = classifyThrown(error, this.ctx.profile, options.classify).outcome;
-              return outcome === 'retryable' || outcome === 'in_progress';
-            },
-          },
+    const { ctx } = this.#h;
+    const where = { intent: this.name, scope: this.scope };
+    if (typeof fn !== 'function')
+      throw new InvalidArgumentError('run() needs a function that sends the request.', where);
+    const request = serializeBody(options.request ?? null, undefined, where)!;
+    const headers = { [ctx.profile.header]: ctx.profile.encodeKey(this.key) };
+    return this.#call<T, T>({
+      fingerprint: await fingerprint({ method: 'RUN', path: this.name, body: request }),
+      legacyFingerprint: await this.#legacy(() =>
+        legacyFingerprint('RUN', this.name, options.request ?? null, undefined),
+      ),
+      signal: options.signal,
+      method: 'RUN',
+      url: this.name,
+      attempt: async (attempt, timeout, parent) => {
+        const bounded = withTimeout(parent, timeout);
+        const aborted = new Promise<never>((_, reject) =>
+          bounded.signal.addEventListener('abort', () => reject(bounded.signal.reason), { once: true }),
         );
-        await this.#settle({ state: 'succeeded', attempts: budget.attempts });
-        this.#emit({ type: 'success', replayed: false, attempts: budget.attempts });
-        return value;
-      } catch (error) {
-        if (options.signal?.aborted) return this.#noAnswer(options.signal.reason, budget.attempts, options.signal);
-        const ctx = { ...this.#context(), attempts: budget.attempts, cause: error };
-        if (lastOutcome === 'mismatch') {
-          await this.#settle({ state: 'failed', attempts: budget.attempts, status: lastStatus });
-          this.#emit({ type: 'mismatch', source: 'server', ...(lastStatus ? { status: lastStatus } : {}) });
-          throw error;
+        try {
+          const value = await Promise.race([
+            fn({ key: this.key, headers: { ...headers }, attempt, signal: bounded.signal }),
+            aborted,
+          ]);
+          return await reportValue(value, ctx.profile);
+        } catch (error) {
+          if (bounded.signal.aborted)
+            return { outcome: 'no_answer', replayed: false, sent: true, error: bounded.signal.reason };
+          return reportThrown(error, ctx.profile, options.classify);
+        } finally {
+          bounded.clear();
+          aborted.catch(() => undefined);
         }
-        const definitive = lastOutcome === 'failed' || lastOutcome === undefined;
-        if (definitive && (budget.attempts === 1 || lastReplayed)) {
-          await this.#settle({ state: 'failed', attempts: budget.attempts, status: lastStatus });
-          this.#emit({
-            type: 'failure',
-            code: 'RUN_FAILED',
-            attempts: budget.attempts,
-            ...(lastStatus ? { status: lastStatus } : {}),
-          });
-          throw error;
-        }
-        await this.#settle({ state: 'unknown', attempts: budget.attempts, status: lastStatus });
-        this.#emit({ type: 'unknown', attempts: budget.attempts });
-        throw lastOutcome === 'in_progress' ? new InProgressError(ctx) : new OutcomeUnknownError(ctx);
-      }
+      },
+      finish: (verdict, end, context) => {
+        const { error } = end.last;
+        if (verdict.result === 'ok') return end.last.value as T;
+        const answer = lastAnswer(end);
+        if (verdict.result === 'key_reused')
+          throw new KeyReusedError(answer ?? { status: 0, body: undefined }, { ...context, cause: error });
+        if (answer) throw new HttpError({ ...answer, replayed: end.last.replayed }, { ...context, cause: error });
+        throw new TransportError({ ...context, cause: error });
+      },
     });
   }
 
   /**
-   * Forgets this intent so the next `client.intent(name)` mints a new key. Use it when
-   * the app has decided on a new operation (after success, a definitive failure, or a
-   * reconciled unknown). Refuses while a call of this intent is in flight here.
+   * A `fetch` bound to this intent: the key header on every attempt, the client's budget,
+   * retries and classification, and the intent's state kept. Resolves with the final
+   * `Response` (a definitive error answer too, as `fetch` does, with the intent `failed`);
+   * rejects with an oncely error when the outcome is unknown or the key was reused.
+   */
+  async fetch(input: string | URL, init: RequestInit = {}): Promise<Response> {
+    const { ctx } = this.#h;
+    const where = { intent: this.name, scope: this.scope };
+    const upper = checkMethod(init.method ?? 'GET', where);
+    const target = resolveTarget(ctx.baseUrl, String(input), where);
+    const body = serializeBody(undefined, init.body ?? undefined, where);
+    const headers = mergeHeaders([ctx.headers?.(), init.headers], where);
+    headers.set(ctx.profile.header, ctx.profile.encodeKey(this.key));
+    const http = { method: upper, url: target.url, headers, body };
+    const { signal, ...rest } = init;
+    return this.#call<Response, Response>({
+      fingerprint: await fingerprint({ method: upper, path: target.path, body: body ?? null }),
+      signal: signal ?? undefined,
+      method: upper,
+      url: target.url,
+      attempt: async (_n, timeout, attemptSignal) => {
+        const report = await fetchAttempt(ctx, http, rest, timeout, attemptSignal);
+        if (report.follow) http.url = report.follow;
+        return report;
+      },
+      finish: (verdict, end, context) => {
+        const response = end.last.value as Response;
+        if (verdict.result === 'key_reused')
+          throw new KeyReusedError({ status: response.status, body: undefined }, context);
+        return response;
+      },
+    });
+  }
+
+  /**
+   * Forgets this intent so the next `client.intent(name)` mints a new key. Use it when the
+   * app has decided on a new operation (after success, a definitive failure, or a
+   * reconciled unknown). Refuses while a call of this intent is in flight here, and for
+   * derived keys (the same name always derives the same key: use a new name instead).
    */
   async reset(): Promise<void> {
-    if (this.ctx.inflight.has(this.#id()))
+    const { ctx } = this.#h;
+    if (ctx.inflight.has(this.#id()))
       throw new InvalidArgumentError(
         `Intent "${this.name}" has a call in flight; wait for it before reset().`,
-        this.#context(),
+        contextOf(this.#h),
       );
-    await this.ctx.store.delete(this.scope, this.name, this.key);
+    if (ctx.keys === 'derived' && this.key === mintKey('derived', this.scope, this.name))
+      throw new InvalidArgumentError(
+        `Intent "${this.name}" has a derived key: the same name always derives the same key, so reset() cannot give it a new one. Form a new operation under a new name (e.g. with an attempt number: \`payout:\${id}:2\`).`,
+        contextOf(this.#h),
+      );
+    await storeCall(
+      ctx,
+      'forgetting the intent',
+      () => ctx.store.delete(this.scope, this.name, this.key),
+      contextOf(this.#h),
+    );
   }
 
   /** Re-reads the stored record (another tab or process may have moved it on). */
   async refresh(): Promise<IntentRecord> {
-    const stored = await this.ctx.store.get(this.scope, this.name);
-    if (stored) this.#record = stored;
+    const { ctx } = this.#h;
+    const stored = await storeCall(
+      ctx,
+      'reading the intent',
+      () => ctx.store.get(this.scope, this.name),
+      contextOf(this.#h),
+    );
+    if (stored?.key === this.key) this.#h.record = stored;
     return this.record;
   }
 
@@ -290,199 +307,54 @@ export class Intent {
    * `in_flight` record read this way was left by a send that died (reload, crash).
    */
   sync(signal?: AbortSignal): Promise<IntentRecord> {
-    return this.ctx.coordinator.exclusive(this.scope, this.name, () => this.refresh(), signal);
+    return this.#h.ctx.coordinator.exclusive(this.scope, this.name, () => this.refresh(), signal);
   }
 
   #id(): string {
-    return JSON.stringify([this.scope, this.name]);
+    return intentId(this.scope, this.name);
   }
 
-  #context() {
-    return { key: this.key, intent: this.name, scope: this.scope };
-  }
-
-  #budget(): RetryBudget {
-    return new RetryBudget(this.ctx.retry, this.ctx.now, this.ctx.random);
-  }
-
-  #emit(event: DistributiveOmit<Parameters<EventHub['emit']>[0] & { key: string }, 'scope' | 'intent' | 'key'>): void {
-    this.ctx.hub.emit({ ...event, scope: this.scope, intent: this.name, key: this.key } as Parameters<
-      EventHub['emit']
-    >[0]);
+  /** The 0.1.0 fingerprint, computed only when the record last seen carries one. */
+  async #legacy(compute: () => Promise<string>): Promise<string | undefined> {
+    const stored = this.#h.record.fingerprint;
+    return stored !== undefined && !stored.startsWith('v2.') ? compute() : undefined;
   }
 
   /**
-   * Stores `next(current)` if the stored record is still this intent's (same key): a
-   * record another tab reset or re-formed meanwhile is left alone. Reports the change.
+   * Joins an identical call already in flight in this client, or runs the call under the
+   * coordinator's lock for this intent.
    */
-  async #write(next: (current: IntentRecord) => IntentRecord): Promise<IntentRecord> {
-    const key = this.key;
-    const stored = await this.ctx.store.update(this.scope, this.name, (current) =>
-      current?.key === key ? next(current) : undefined,
-    );
-    this.#record = stored?.key === key ? stored : next(this.#record);
-    this.#report();
-    return this.#record;
-  }
-
-  #report(): void {
-    if (this.ctx.hub.listens('state')) this.ctx.hub.emit({ type: 'state', record: this.record, source: 'local' });
-    this.ctx.coordinator.publish(this.record);
-  }
-
-  #settle({ state, attempts, status }: Settle): Promise<IntentRecord> {
-    return this.#write((r) => toSettled(r, state, attempts, this.ctx.now(), status));
-  }
-
-  /**
-   * Joins an identical call already in flight in this client, or runs `send` under the
-   * cross-tab lock once the record says it may be sent (fingerprint, expiry) and is
-   * marked `in_flight` in the store.
-   */
-  #singleFlight<T>(
-    fp: string,
-    signal: AbortSignal | undefined,
-    send: (record: IntentRecord) => Promise<T>,
-  ): Promise<T> {
-    if (signal?.aborted) return Promise.reject(signal.reason);
+  #call<V, T>(plan: CallPlan<V, T>): Promise<T> {
+    const { ctx } = this.#h;
+    const signal = plan.signal;
+    const cancelled = () => new CancelledError({ ...contextOf(this.#h), sent: false, cause: signal?.reason });
+    if (signal?.aborted) return Promise.reject(cancelled());
     const id = this.#id();
-    const running = this.ctx.inflight.get(id);
+    const running = ctx.inflight.get(id);
     if (running) {
-      if (running.fingerprint !== fp) return Promise.reject(this.#mismatch());
-      return running.promise as Promise<T>;
+      if (running.fingerprint === plan.fingerprint) return running.promise as Promise<T>;
+      emit(this.#h, { type: 'mismatch', source: 'local' });
+      const changed = changedParts(running.fingerprint, plan.fingerprint);
+      return Promise.reject(new IntentMismatchError({ ...contextOf(this.#h), changed }));
     }
-    const promise = this.ctx.coordinator
-      .exclusive(
-        this.scope,
-        this.name,
-        async () => {
-          const previous = await this.#beginSend(fp);
-          try {
-            return await send(this.#record);
-          } catch (error) {
-            if (this.#record.state === 'in_flight' && !(error instanceof OncelyError)) {
-              // Failed before anything was sent (abort before the first attempt, a bug).
-              await this.#write((r) => toUnsent(r, previous, this.ctx.now()));
-            }
-            throw error;
-          }
-        },
-        signal,
-      )
-      .finally(() => this.ctx.inflight.delete(id));
-    this.ctx.inflight.set(id, { fingerprint: fp, promise });
+    const promise = ctx.coordinator
+      .exclusive(this.scope, this.name, () => sendCall(this.#h, plan), signal)
+      .catch((error: unknown) => {
+        throw error instanceof OncelyError || !signal?.aborted ? error : cancelled();
+      })
+      .finally(() => ctx.inflight.delete(id));
+    ctx.inflight.set(id, { fingerprint: plan.fingerprint, promise });
     return promise;
-  }
-
-  /**
-   * One atomic store update before the first byte leaves: checks that the stored record
-   * may be sent with this request (same fingerprint, not expired) and marks it
-   * `in_flight` with the fingerprint bound. Resolves with the state it had before.
-   */
-  async #beginSend(fp: string): Promise<IntentState> {
-    const now = this.ctx.now();
-    let refusal: 'mismatch' | 'expired' | undefined;
-    let previous: IntentState = 'ready';
-    const stored = await this.ctx.store.update(this.scope, this.name, (current) => {
-      // Missing: reset elsewhere while this object lived on; form it again with this key.
-      const record = current ?? newRecord(this.scope, this.name, this.key, now);
-      this.#record = record;
-      if (record.fingerprint !== undefined && record.fingerprint !== fp) refusal = 'mismatch';
-      else if (SENT_STATES.includes(record.state) && now - record.createdAt > this.ctx.keyTtl) refusal = 'expired';
-      if (refusal) return undefined;
-      previous = record.state;
-      return toInFlight(record, fp, now);
-    });
-    if (refusal === 'mismatch') throw this.#mismatch();
-    if (refusal === 'expired')
-      throw new IntentExpiredError({ ...this.#context(), createdAt: this.#record.createdAt, keyTtl: this.ctx.keyTtl });
-    if (stored) this.#record = stored;
-    this.#report();
-    return previous;
-  }
-
-  #mismatch(): IntentMismatchError {
-    this.#emit({ type: 'mismatch', source: 'local' });
-    return new IntentMismatchError(this.#context());
-  }
-
-  async #noAnswer(error: unknown, attempts: number, signal: AbortSignal | undefined): Promise<never> {
-    if (attempts === 0) throw signal?.aborted ? signal.reason : error;
-    await this.#settle({ state: 'unknown', attempts });
-    this.#emit({ type: 'unknown', attempts });
-    if (signal?.aborted) throw signal.reason;
-    throw new OutcomeUnknownError({ ...this.#context(), attempts, cause: error });
-  }
-
-  async #answered<S extends StandardSchemaV1 | undefined>(
-    result: ClassifiedAnswer,
-    attempts: number,
-    schema: S | undefined,
-  ): Promise<IntentResponse<DataOf<S>>> {
-    const { answer, outcome, replayed } = result;
-    const ctx = { ...this.#context(), attempts };
-    const lastAnswer: ServerAnswer = { status: answer.status, headers: answer.headers, body: answer.body };
-    if (outcome === 'success') {
-      await this.#settle({ state: 'succeeded', attempts, status: answer.status });
-      if (replayed) this.#emit({ type: 'replay', status: answer.status });
-      this.#emit({ type: 'success', status: answer.status, replayed, attempts });
-      let data: unknown = answer.body;
-      if (schema) {
-        if (!answer.json) {
-          throw new ResponseValidationError(answer, [{ message: 'the response body is not JSON' }], ctx);
-        }
-        const checked = await validate(schema, answer.body);
-        if ('issues' in checked) throw new ResponseValidationError(answer, checked.issues as never, ctx);
-        data = checked.value;
-      }
-      return {
-        data: data as DataOf<S>,
-        status: answer.status,
-        headers: answer.headers,
-        replayed,
-        key: this.key,
-        intent: this.name,
-        attempts,
-      };
-    }
-    if (outcome === 'in_progress' || outcome === 'retryable') {
-      await this.#settle({ state: 'unknown', attempts, status: answer.status });
-      this.#emit({ type: 'unknown', attempts });
-      throw outcome === 'in_progress'
-        ? new InProgressError({ ...ctx, lastAnswer })
-        : new OutcomeUnknownError({ ...ctx, lastAnswer });
-    }
-    if (outcome === 'failed' && !replayed && attempts > 1) {
-      // An earlier attempt went unanswered and may have taken effect; this error came
-      // from in front of the idempotency layer (an auth proxy, a gateway). Keep the key.
-      await this.#settle({ state: 'unknown', attempts, status: answer.status });
-      this.#emit({ type: 'unknown', attempts });
-      throw new OutcomeUnknownError({ ...ctx, lastAnswer });
-    }
-    await this.#settle({ state: 'failed', attempts, status: answer.status });
-    if (outcome === 'mismatch') {
-      this.#emit({ type: 'mismatch', source: 'server', status: answer.status });
-      throw new KeyReusedError(lastAnswer, ctx);
-    }
-    this.#emit({ type: 'failure', code: 'HTTP_ERROR', status: answer.status, attempts });
-    throw new HttpError({ ...lastAnswer, replayed }, ctx);
   }
 }
 
-type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+const METHOD = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
-/** Waits `ms`, or rejects with the signal's reason as soon as it aborts. */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal?.reason);
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
+function checkMethod(method: unknown, where: { intent: string; scope: string }): string {
+  if (typeof method !== 'string' || !METHOD.test(method))
+    throw new InvalidArgumentError(
+      `A request method must be an HTTP token such as "POST", got ${JSON.stringify(method)}.`,
+      where,
+    );
+  return method.toUpperCase();
 }

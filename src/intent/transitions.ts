@@ -1,42 +1,66 @@
-import type { IntentRecord, IntentState } from '../store/store.js';
+import type { IntentLease, IntentRecord, IntentState } from '../store/store.js';
 
 /**
- * The intent state machine, as pure functions from a stored record to the next one.
- *
- *   ready ──send──> in_flight ──2xx / definitive 4xx──> succeeded | failed
- *                       └──budget exhausted, no definitive answer──> unknown ──resume──> in_flight
- *
- * Each result is written to the store before the client acts on it.
+ * The intent's record transitions, as pure functions from the stored record to the next.
+ * Each keeps the invariants whatever another client wrote meanwhile: a `succeeded` intent
+ * stays succeeded, a sent intent keeps its fingerprint, attempts only grow, and a lease
+ * is released only by the call that holds it. Lifecycle: docs/engine.md.
  */
 
-/** States in which the request has been sent at least once, so its fingerprint is fixed. */
-export const SENT_STATES: readonly IntentState[] = ['in_flight', 'succeeded', 'failed', 'unknown'];
-
-export function newRecord(scope: string, name: string, key: string, now: number): IntentRecord {
-  return { v: 1, scope, name, key, state: 'ready', attempts: 0, createdAt: now, updatedAt: now };
+export function newRecord(scope: string, name: string, key: string, now: number, ttl: number): IntentRecord {
+  return { v: 1, scope, name, key, state: 'ready', attempts: 0, createdAt: now, updatedAt: now, ttl };
 }
 
-/** About to send: bind the fingerprint (first send only; the caller refuses another) and mark in flight. */
-export function toInFlight(record: IntentRecord, fingerprint: string, now: number): IntentRecord {
-  return { ...record, state: 'in_flight', fingerprint: record.fingerprint ?? fingerprint, updatedAt: now };
+/** About to send attempt 1: bind the fingerprint (first send only), mark in flight under the call's lease. */
+export function toInFlight(record: IntentRecord, fingerprint: string, now: number, lease: IntentLease): IntentRecord {
+  return {
+    ...record,
+    state: 'in_flight',
+    fingerprint: record.fingerprint ?? fingerprint,
+    attempts: record.attempts + 1,
+    updatedAt: now,
+    lease,
+  };
 }
 
-/** The call ended: record the outcome and add the attempts it made. */
+/** Attempt `added` more went out (retries), while the lease is still this call's. */
+export function withMoreAttempts(record: IntentRecord, owner: string, added: number): IntentRecord | undefined {
+  return record.lease?.owner === owner && added > 0 ? { ...record, attempts: record.attempts + added } : undefined;
+}
+
+/** Extends the call's lease. */
+export function renewLease(record: IntentRecord | undefined, lease: IntentLease): IntentRecord | undefined {
+  return record?.lease?.owner === lease.owner ? { ...record, lease } : undefined;
+}
+
+/**
+ * The call ended having sent something: record its outcome and correct the attempt count
+ * by `added` (attempts counted ahead that never left make it negative). If another client took the lease over meanwhile, only a success is recorded.
+ */
 export function toSettled(
   record: IntentRecord,
-  state: 'succeeded' | 'failed' | 'unknown',
-  attempts: number,
+  state: IntentState,
+  owner: string,
+  added: number,
   now: number,
   status?: number,
 ): IntentRecord {
-  const next: IntentRecord = { ...record, state, attempts: record.attempts + attempts, updatedAt: now };
+  const ours = record.lease === undefined || record.lease.owner === owner;
+  const next: IntentRecord = { ...record, attempts: Math.max(0, record.attempts + added), updatedAt: now };
+  if (record.state !== 'succeeded' && (ours || state === 'succeeded')) next.state = state;
+  if (ours) delete next.lease;
   if (status !== undefined) next.status = status;
   return next;
 }
 
-/** An aborted call that sent nothing leaves the intent as it was before the call. */
-export function toUnsent(record: IntentRecord, previous: IntentState, now: number): IntentRecord {
-  const next: IntentRecord = { ...record, state: previous, updatedAt: now };
-  if (previous === 'ready') delete next.fingerprint;
+/**
+ * The call sent nothing (refused connections, a hook that threw, an abort before the
+ * first byte): put back what this call changed, if the record is still under its lease.
+ */
+export function toUnsent(record: IntentRecord, before: IntentRecord, owner: string): IntentRecord | undefined {
+  if (record.lease?.owner !== owner) return undefined;
+  const next: IntentRecord = { ...record, state: before.state, attempts: before.attempts };
+  delete next.lease;
+  if (before.fingerprint === undefined) delete next.fingerprint;
   return next;
 }

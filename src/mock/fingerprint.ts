@@ -4,7 +4,7 @@
  * sorted, no whitespace) so `{"a":1,"b":2}` and `{ "b": 2, "a": 1 }` are the same
  * request; any other body counts byte for byte.
  */
-import { canonicalJson } from '../intent/fingerprint.js';
+import { canonicalJson } from '../intent/canonical-json.js';
 
 /** The body as the fingerprint sees it: canonical JSON when it parses as JSON, else the text. */
 export function canonicalBody(text: string): string {

@@ -1,4 +1,4 @@
-import type { ServerAnswer } from '../errors.js';
+import { InvalidArgumentError, type ServerAnswer } from '../errors.js';
 import { serializeSfString } from './sf-string.js';
 
 /**
@@ -24,6 +24,12 @@ export interface Profile {
   encodeKey(key: string): string;
   /** Response headers whose value `true` marks a replayed (stored) response. */
   replayHeaders: readonly string[];
+  /**
+   * Recognises a replayed answer, for servers that mark replays otherwise (a body field,
+   * another header). Replaces the `replayHeaders` rule when given.
+   * @example isReplay: (answer) => answer.headers.get('x-cache') === 'idempotent-hit'
+   */
+  isReplay?(answer: ServerAnswer): boolean;
   /** Maps a server answer to an outcome. */
   classify(answer: ServerAnswer): Outcome;
   /** How long the server remembers a key (ms). A sent intent older than this is never resent. */
@@ -44,10 +50,20 @@ export function classifyStatus(status: number): Outcome {
   return 'failed';
 }
 
-/** True when any of `names` is set to `true` (case-insensitive, surrounding spaces ignored). */
-export function isReplayed(headers: Headers, names: readonly string[]): boolean {
-  return names.some((name) => headers.get(name)?.trim().toLowerCase() === 'true');
+/**
+ * True when any of `names` is set to `true` (or the Structured Field boolean `?1`): case
+ * and spaces ignored, and a repeated header (`true, true`) counts when every value does.
+ */
+export function hasReplayMarker(headers: Headers, names: readonly string[]): boolean {
+  return names.some((name) => {
+    const value = headers.get(name);
+    return value?.split(',').every((part) => /^(true|\?1)$/i.test(part.trim())) === true;
+  });
 }
+
+/** The profile's replay rule: its own `isReplay`, else its `replayHeaders`. */
+export const isReplay = (profile: Profile, answer: ServerAnswer): boolean =>
+  profile.isReplay ? profile.isReplay(answer) === true : hasReplayMarker(answer.headers, profile.replayHeaders);
 
 /**
  * draft-ietf-httpapi-idempotency-key-header: the key as a quoted Structured Field
@@ -100,12 +116,17 @@ export type ProfileName = keyof typeof profiles;
 export function resolveProfile(profile: ProfileName | Profile | undefined): Profile {
   if (profile === undefined) return ietf;
   if (typeof profile === 'string') {
-    const found = profiles[profile];
+    const found = Object.hasOwn(profiles, profile) ? profiles[profile as ProfileName] : undefined;
     if (!found)
-      throw new TypeError(
+      throw new InvalidArgumentError(
         `Unknown profile "${profile}". Use one of: ${Object.keys(profiles).join(', ')}, or pass a Profile object.`,
       );
     return found;
   }
+  const p = profile as Partial<Profile> | null;
+  if (!p || typeof p.header !== 'string' || typeof p.encodeKey !== 'function' || typeof p.classify !== 'function')
+    throw new InvalidArgumentError(
+      'A profile must be a name ("ietf", "stripe") or an object with header, encodeKey and classify, e.g. { ...ietf, header: "X-Idempotency-Key" }.',
+    );
   return profile;
 }

@@ -1,7 +1,4 @@
-/**
- * One retry budget for every layer that retries a request: ky's retry, `intent.run()`'s
- * p-retry loop, and 409 waits. Attempts and elapsed time are counted once.
- */
+import { InvalidArgumentError } from '../errors.js';
 
 export interface RetryOptions {
   /**
@@ -10,20 +7,20 @@ export interface RetryOptions {
    */
   maxAttempts?: number;
   /**
-   * Most time for one call, waits included (ms). No attempt starts, and no wait is
-   * scheduled, past it.
+   * Most time for one call (ms), waits included, on a monotonic clock. No attempt
+   * starts, and no wait is scheduled, past it; an attempt never runs past it either.
    * @default 60_000
    */
   deadline?: number;
   /**
    * Per-attempt timeout (ms) for getting a response. A timed-out attempt counts as an
-   * unknown outcome and is retried with the same key.
+   * unknown outcome and is retried with the same key. `0` for none (the deadline still holds).
    * @default 10_000
    */
   timeout?: number;
   /**
-   * First backoff step (ms): attempt n waits a random time in [0, min(maxDelay, baseDelay·2^(n-1))]
-   * (full jitter) when the server gave no Retry-After.
+   * First backoff step (ms): after attempt n oncely waits a random time in
+   * [0, min(maxDelay, baseDelay·2^(n-1))] (full jitter) when the server gave no Retry-After.
    * @default 300
    */
   baseDelay?: number;
@@ -38,6 +35,13 @@ export interface RetryOptions {
    * @default 30_000
    */
   maxRetryAfter?: number;
+  /**
+   * Shortest wait (ms) after a 409 "in progress" that came without `Retry-After`: the
+   * first request may hold the key for seconds. Later waits grow from twice this value,
+   * so with the defaults a first request holding the key for 10 s is waited out.
+   * @default 1_000
+   */
+  inProgressDelay?: number;
 }
 
 export type ResolvedRetryOptions = Required<RetryOptions>;
@@ -49,72 +53,123 @@ export const DEFAULT_RETRY: ResolvedRetryOptions = {
   baseDelay: 300,
   maxDelay: 10_000,
   maxRetryAfter: 30_000,
+  inProgressDelay: 1_000,
 };
 
-const nonNegative = (value: number, name: string) => {
-  if (!Number.isFinite(value) || value < 0)
-    throw new RangeError(`retry.${name} must be a finite number >= 0, got ${value}`);
-  return value;
-};
+/** Longest delay a timer can hold: `setTimeout` fires at once beyond it. */
+export const MAX_TIMER = 2 ** 31 - 1;
 
 export function resolveRetryOptions(options: RetryOptions = {}): ResolvedRetryOptions {
-  const resolved = { ...DEFAULT_RETRY, ...options };
-  for (const [name, value] of Object.entries(resolved)) nonNegative(value, name);
+  if (options === null || typeof options !== 'object')
+    throw new InvalidArgumentError(`retry must be an object of options, got ${typeof options}.`);
+  const given = Object.entries(options).filter(([, value]) => value !== undefined);
+  const resolved: ResolvedRetryOptions = { ...DEFAULT_RETRY, ...Object.fromEntries(given) };
+  for (const [name, value] of given) {
+    if (!(name in DEFAULT_RETRY))
+      throw new InvalidArgumentError(
+        `Unknown retry option "${name}". Use one of: ${Object.keys(DEFAULT_RETRY).join(', ')}.`,
+      );
+    if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > MAX_TIMER)
+      throw new InvalidArgumentError(
+        `retry.${name} must be a number of ms between 0 and ${MAX_TIMER}, got ${String(value)}.`,
+      );
+  }
   if (!Number.isInteger(resolved.maxAttempts) || resolved.maxAttempts < 1)
-    throw new RangeError(`retry.maxAttempts must be an integer >= 1, got ${resolved.maxAttempts}`);
+    throw new InvalidArgumentError(`retry.maxAttempts must be an integer >= 1, got ${resolved.maxAttempts}.`);
   return resolved;
+}
+
+const HTTP_DATE = /^[A-Za-z]{3}, \d{2} [A-Za-z]{3} \d{4} \d{2}:\d{2}:\d{2} GMT$/;
+/** RFC 850 (`Sunday, 06-Nov-94 08:49:37 GMT`) and asctime (`Sun Nov  6 08:49:37 1994`), the obsolete forms. */
+const RFC850_DATE = /^[A-Za-z]{6,9}, (\d{2})-([A-Za-z]{3})-(\d{2}) (\d{2}:\d{2}:\d{2}) GMT$/;
+const ASCTIME_DATE = /^[A-Za-z]{3} ([A-Za-z]{3}) ([ \d]\d) (\d{2}:\d{2}:\d{2}) (\d{4})$/;
+
+function parseHttpDate(value: string): number {
+  if (HTTP_DATE.test(value)) return Date.parse(value);
+  const rfc850 = RFC850_DATE.exec(value);
+  if (rfc850) {
+    const yy = Number(rfc850[3]);
+    return Date.parse(`${rfc850[1]} ${rfc850[2]} ${yy < 70 ? 2000 + yy : 1900 + yy} ${rfc850[4]} GMT`);
+  }
+  const asctime = ASCTIME_DATE.exec(value);
+  if (asctime) return Date.parse(`${asctime[2]!.trim()} ${asctime[1]} ${asctime[4]} ${asctime[3]} GMT`);
+  return Number.NaN;
 }
 
 /**
  * The wait a server asks for, in ms: `retry-after-ms` (milliseconds), else `Retry-After`
- * as delta-seconds or an HTTP-date. `undefined` when absent or malformed (negative,
- * fractional, several values, garbage). A past date means 0. Not capped here.
+ * as delta-seconds or an HTTP-date (IMF-fixdate, RFC 850 or asctime). `undefined` when
+ * absent or malformed (negative, fractional seconds, several values, garbage). A past date
+ * means 0. Not capped here.
  */
 export function parseRetryAfter(headers: Headers, now: number): number | undefined {
   const ms = headers.get('retry-after-ms')?.trim();
   if (ms && /^\d+(\.\d+)?$/.test(ms)) return Number(ms);
   const value = headers.get('retry-after')?.trim();
   if (!value) return undefined;
-  if (/^\d+$/.test(value)) return Number(value) * 1000;
-  // An HTTP-date names a weekday and GMT; anything else Date.parse might accept is not one.
-  if (!/^[A-Za-z]{3}, \d{2} [A-Za-z]{3} \d{4} \d{2}:\d{2}:\d{2} GMT$/.test(value)) return undefined;
-  const date = Date.parse(value);
+  if (/^\d+$/.test(value)) return value.length > 12 ? Number.POSITIVE_INFINITY : Number(value) * 1000;
+  const date = parseHttpDate(value);
   return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }
 
-/** Full-jitter exponential backoff for attempt `n` (1 = the wait after the first attempt). */
+/** Full-jitter exponential backoff after attempt `n` (1 = the wait after the first attempt). */
 export function backoffDelay(n: number, options: ResolvedRetryOptions, random: () => number): number {
   const ceiling = Math.min(options.maxDelay, options.baseDelay * 2 ** Math.min(n - 1, 30));
   return Math.floor(random() * ceiling);
 }
 
-/** The budget of one call: counts attempts, knows the deadline, picks each wait. */
+/**
+ * Wait after the n-th "in progress" answer without a hint: equal jitter over a ceiling that
+ * starts at twice `inProgressDelay`, so no wait is shorter than `inProgressDelay` and four
+ * waits sum to at least 12 s with the defaults.
+ */
+export function inProgressBackoff(n: number, options: ResolvedRetryOptions, random: () => number): number {
+  const floor = options.inProgressDelay;
+  const ceiling = Math.max(floor, Math.min(Math.max(options.maxDelay, floor), 2 * floor * 2 ** Math.min(n - 1, 30)));
+  return Math.floor(ceiling / 2 + (random() * ceiling) / 2);
+}
+
+/** What the budget needs to know of an attempt to choose the wait after it. */
+export interface WaitHint {
+  headers?: Headers;
+  inProgress: boolean;
+}
+
+/** The budget of one call: knows the deadline on a monotonic clock and picks each wait. */
 export class RetryBudget {
-  attempts = 0;
-  readonly startedAt: number;
+  readonly #startedAt: number;
 
   constructor(
     readonly options: ResolvedRetryOptions,
-    private readonly now: () => number,
+    private readonly monotonic: () => number,
+    private readonly wallClock: () => number,
     private readonly random: () => number,
   ) {
-    this.startedAt = now();
+    this.#startedAt = monotonic();
   }
 
   /** Time left before the deadline (ms). */
   remaining(): number {
-    return Math.max(0, this.startedAt + this.options.deadline - this.now());
+    return Math.max(0, this.#startedAt + this.options.deadline - this.monotonic());
   }
 
-  /** The wait before the next attempt: the server's hint capped by `maxRetryAfter`, else backoff. */
-  nextDelay(headers?: Headers): number {
-    const hint = headers && parseRetryAfter(headers, this.now());
-    if (hint !== undefined) return Math.min(hint, this.options.maxRetryAfter);
-    return backoffDelay(Math.max(1, this.attempts), this.options, this.random);
+  /** The timeout of the next attempt: the per-attempt timeout, never past the deadline. */
+  attemptTimeout(): number {
+    const left = Math.max(1, this.remaining());
+    return this.options.timeout > 0 ? Math.min(this.options.timeout, left) : left;
   }
 
-  /** True when another attempt fits: attempts left, and the wait ends before the deadline. */
-  allows(delay: number): boolean {
-    return this.attempts < this.options.maxAttempts && delay < this.remaining();
+  /** The wait after attempt `n`: the server's hint capped by `maxRetryAfter`, else backoff. */
+  delayAfter(n: number, hint: WaitHint): number {
+    const asked = hint.headers && parseRetryAfter(hint.headers, this.wallClock());
+    if (asked !== undefined) return Math.min(asked, this.options.maxRetryAfter);
+    return hint.inProgress
+      ? inProgressBackoff(n, this.options, this.random)
+      : backoffDelay(n, this.options, this.random);
+  }
+
+  /** True when attempt `n + 1` fits: attempts left, and the wait ends before the deadline. */
+  allows(n: number, delay: number): boolean {
+    return n < this.options.maxAttempts && delay < this.remaining();
   }
 }

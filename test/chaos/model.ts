@@ -20,7 +20,8 @@ import {
   profiles,
   type RetryOptions,
 } from '../../src/index.js';
-import { canonicalJson, fingerprint } from '../../src/intent/fingerprint.js';
+import { canonicalJson } from '../../src/intent/canonical-json.js';
+import { fingerprint } from '../../src/intent/fingerprint.js';
 import { type ContractServer, createContractServer, type FaultSpec } from '../../src/mock/index.js';
 import { drain, drive } from './virtual-time.js';
 
@@ -134,6 +135,7 @@ export const retryArb: fc.Arbitrary<Required<RetryOptions>> = fc.record({
   baseDelay: fc.constantFrom(0, 1, 300),
   maxDelay: fc.constantFrom(0, 5, 10_000),
   maxRetryAfter: fc.constantFrom(0, 5, 1_000, 30_000),
+  inProgressDelay: fc.constantFrom(0, 5, 1_000),
 });
 
 const stepArb = (intents: number, transports: readonly Transport[]): fc.Arbitrary<Step> =>
@@ -384,8 +386,8 @@ function runTransport(fetchImpl: typeof globalThis.fetch, world: World, name: st
 async function fingerprintOf(name: string, variant: number, transport: Transport): Promise<string> {
   const body = canonicalJson(bodyOf(name, variant));
   return transport === 'post'
-    ? fingerprint('POST', new URL(PATH, BASE).href, body)
-    : fingerprint('RUN', name, canonicalJson(bodyOf(name, variant)));
+    ? fingerprint({ method: 'POST', path: PATH, body })
+    : fingerprint({ method: 'RUN', path: name, body });
 }
 
 // ---------------------------------------------------------------- running a schedule

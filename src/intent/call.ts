@@ -1,0 +1,339 @@
+import {
+  CancelledError,
+  type ErrorContext,
+  InProgressError,
+  IntentExpiredError,
+  IntentGoneError,
+  IntentMismatchError,
+  NotSentError,
+  OncelyError,
+  OutcomeUnknownError,
+  RedirectError,
+  type ServerAnswer,
+  StoreError,
+} from '../errors.js';
+import type { RedirectAnswer } from '../http/attempt.js';
+import { type AttemptReport, type LoopEnd, retryLoop } from '../retry/loop.js';
+import { parseRetryAfter, RetryBudget } from '../retry/policy.js';
+import { SENT_STATES } from '../store/record-rules.js';
+import type { IntentLease, IntentRecord } from '../store/store.js';
+import type { ClientContext } from './context.js';
+import { type CallEnd, decide, type Verdict } from './decide.js';
+import { changedParts } from './fingerprint.js';
+import { renewLease, toInFlight, toSettled, toUnsent, withMoreAttempts } from './transitions.js';
+
+/**
+ * Timers that bound real I/O (a store call, the lease renewal), taken when the module
+ * loads: fake timers installed later by tests drive the logical waits (backoff), and
+ * must not fire an I/O bound before the I/O had a chance to finish.
+ */
+const io = {
+  setTimeout: globalThis.setTimeout,
+  clearTimeout: globalThis.clearTimeout,
+  setInterval: globalThis.setInterval,
+  clearInterval: globalThis.clearInterval,
+};
+
+/** A creation time this far in the future is a clock that jumped, not skew between machines. */
+const CLOCK_SKEW = 5 * 60 * 1000;
+
+/** What a call of `request()`, `run()` or `fetch()` brings to the engine. */
+export interface CallPlan<V, T> {
+  fingerprint: string;
+  /** The fingerprint 0.1.0 would have stored for this request, when the stored one is that old. */
+  legacyFingerprint?: string;
+  signal: AbortSignal | undefined;
+  /** For `attempt` events. */
+  method: string;
+  url: string;
+  /** Sends attempt `n` under `key`, within `timeout` ms; never throws. */
+  attempt(n: number, timeout: number, signal: AbortSignal | undefined): Promise<AttemptReport<V>>;
+  /** The caller's value for a call the table ended with `ok` (or `http_error`, for `fetch()`). */
+  finish(verdict: Verdict, end: LoopEnd<V>, context: ErrorContext): T | Promise<T>;
+}
+
+/** The live object's view of its intent, which the engine reads and moves on. */
+export interface IntentHandle {
+  readonly ctx: ClientContext;
+  readonly scope: string;
+  readonly name: string;
+  readonly key: string;
+  record: IntentRecord;
+}
+
+const PROCESS = Math.random().toString(36).slice(2, 10);
+let calls = 0;
+/** Calls running in this process: a lease of this process whose call is gone is taken over at once. */
+const liveOwners = new Set<string>();
+
+const isStale = (lease: IntentLease | undefined, now: number) =>
+  !lease || lease.until <= now || (lease.owner.startsWith(`${PROCESS}:`) && !liveOwners.has(lease.owner));
+
+export const contextOf = (h: IntentHandle, extra: ErrorContext & { sent?: boolean } = {}) => ({
+  key: h.key,
+  intent: h.name,
+  scope: h.scope,
+  ...extra,
+});
+
+/** Runs a store call with the client's time bound, turning any failure into a `StoreError`. */
+export async function storeCall<T>(
+  ctx: ClientContext,
+  what: string,
+  run: () => Promise<T>,
+  context: ErrorContext & { sent?: boolean },
+): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = io.setTimeout(
+      () => reject(new StoreError(`The store did not answer within ${ctx.storeTimeout} ms (${what}).`, context)),
+      ctx.storeTimeout,
+    );
+  });
+  try {
+    return await Promise.race([run(), timeout]);
+  } catch (error) {
+    if (error instanceof OncelyError) throw error;
+    const sent = context.sent
+      ? ' An attempt had gone out: the intent keeps its key and stays in flight; send the same request again once the store works.'
+      : ' Nothing was sent.';
+    throw new StoreError(`The store failed (${what}): ${(error as Error)?.message ?? String(error)}.${sent}`, {
+      ...context,
+      cause: error,
+    });
+  } finally {
+    io.clearTimeout(timer);
+  }
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * One atomic store write before the first byte leaves: checks that the stored record may
+ * be sent with this request (same intent and key, same fingerprint, not expired, not held
+ * by a live lease of another client) and marks it `in_flight` under this call's lease.
+ * Waits out another client's lease within the budget. Resolves with the record before.
+ */
+async function begin(h: IntentHandle, plan: CallPlan<unknown, unknown>, lease: () => IntentLease, budget: RetryBudget) {
+  const { ctx } = h;
+  for (let wait = 50; ; wait = Math.min(wait * 2, 1_000)) {
+    const now = ctx.now();
+    let before: IntentRecord | undefined;
+    let refusal: 'gone' | 'mismatch' | 'expired' | 'clock' | 'busy' | undefined;
+    const stored = await storeCall(
+      ctx,
+      'marking the intent in flight',
+      () =>
+        ctx.store.update(h.scope, h.name, (current) => {
+          before = current;
+          if (!current || current.key !== h.key) refusal = 'gone';
+          else if (current.fingerprint !== undefined && changed(current.fingerprint, plan).length) refusal = 'mismatch';
+          else if (SENT_STATES.includes(current.state) && current.createdAt > now + CLOCK_SKEW) refusal = 'clock';
+          else if (SENT_STATES.includes(current.state) && now - current.createdAt > (current.ttl ?? ctx.keyTtl))
+            refusal = 'expired';
+          else if (!ctx.coordinator.coversStore && current.state === 'in_flight' && !isStale(current.lease, now))
+            refusal = 'busy';
+          else refusal = undefined;
+          return refusal || !current ? undefined : toInFlight(current, plan.fingerprint, now, lease());
+        }),
+      contextOf(h),
+    );
+    if (before) h.record = before;
+    if (refusal === 'busy') {
+      if (budget.remaining() <= wait) throw new InProgressError({ ...contextOf(h), holder: 'client' });
+      await sleep(wait);
+      continue;
+    }
+    if (refusal === 'gone') throw new IntentGoneError(contextOf(h));
+    if (refusal === 'mismatch') {
+      ctx.hub.emit({ type: 'mismatch', source: 'local', scope: h.scope, intent: h.name, key: h.key });
+      throw new IntentMismatchError({ ...contextOf(h), changed: changed(before!.fingerprint!, plan) });
+    }
+    if (refusal)
+      throw new IntentExpiredError({
+        ...contextOf(h),
+        createdAt: before!.createdAt,
+        keyTtl: before!.ttl ?? ctx.keyTtl,
+        reason: refusal,
+      });
+    if (stored) h.record = stored;
+    report(h);
+    return before!;
+  }
+}
+
+const changed = (stored: string, plan: CallPlan<unknown, unknown>) =>
+  changedParts(stored, plan.fingerprint, plan.legacyFingerprint);
+
+function report(h: IntentHandle): void {
+  const { hub, coordinator } = h.ctx;
+  if (hub.listens('state')) hub.emit({ type: 'state', record: { ...h.record }, source: 'local' });
+  coordinator.publish({ ...h.record });
+}
+
+/** Writes `next(current)` under the key this object holds, then reports the record it sees. */
+async function write(
+  h: IntentHandle,
+  what: string,
+  next: (current: IntentRecord) => IntentRecord | undefined,
+  sent: boolean,
+  durability: 'strict' | 'relaxed',
+): Promise<void> {
+  const stored = await storeCall(
+    h.ctx,
+    what,
+    () => h.ctx.store.update(h.scope, h.name, (c) => (c?.key === h.key ? next(c) : undefined), { durability }),
+    contextOf(h, { sent }),
+  );
+  if (stored?.key === h.key) h.record = stored;
+  report(h);
+}
+
+/**
+ * Sends one call of an intent: the write before the first byte, the one retry loop, the
+ * decision table, the write of its verdict, the events, and the caller's value or error.
+ * Runs under the coordinator's lock for the intent (one call in flight per intent).
+ */
+export async function sendCall<V, T>(h: IntentHandle, plan: CallPlan<V, T>): Promise<T> {
+  const { ctx } = h;
+  const owner = `${PROCESS}:${++calls}`;
+  const lease = (): IntentLease => ({ owner, until: ctx.now() + ctx.leaseTtl });
+  const budget = new RetryBudget(ctx.retry, ctx.monotonic, ctx.now, ctx.random);
+  liveOwners.add(owner);
+  let renewal: ReturnType<typeof setInterval> | undefined;
+  try {
+    const before = await begin(h, plan as CallPlan<unknown, unknown>, lease, budget);
+    renewal = io.setInterval(() => {
+      ctx.store
+        .update(h.scope, h.name, (c) => renewLease(c, lease()), { durability: 'relaxed' })
+        .catch(() => undefined);
+    }, ctx.leaseTtl / 3);
+    (renewal as { unref?: () => void }).unref?.();
+    let counted = 1; // the in_flight write counted attempt 1
+    const end = await retryLoop(
+      async (n) => {
+        if (n > counted) {
+          // So that pending() elsewhere sees the attempts made; a lost count is harmless.
+          await ctx.store
+            .update(h.scope, h.name, (c) => c && withMoreAttempts(c, owner, n - counted), { durability: 'relaxed' })
+            .then(
+              () => {
+                counted = n;
+              },
+              () => undefined,
+            );
+        }
+        emit(h, { type: 'attempt', attempt: n, method: plan.method, url: plan.url });
+        const r = await plan.attempt(n, budget.attemptTimeout(), plan.signal);
+        if (r.outcome === 'in_progress' && r.status) {
+          const hint = r.headers && parseRetryAfter(r.headers, ctx.now());
+          emit(h, { type: 'conflict', status: r.status, ...(hint !== undefined ? { retryAfter: hint } : {}) });
+        }
+        return r;
+      },
+      budget,
+      plan.signal,
+      {
+        onRetry: (n, delay, r) => {
+          const reason = r.status ? 'status' : (r.error as Error)?.name === 'TimeoutError' ? 'timeout' : 'network';
+          emit(h, { type: 'retry', attempt: n, delay, reason, ...(r.status ? { status: r.status } : {}) });
+        },
+      },
+    );
+    const sent = end.sent > 0;
+    const callEnd: CallEnd = {
+      last: end.last.outcome,
+      replayed: end.last.replayed,
+      unansweredBefore: end.unansweredBefore,
+      sent,
+      before: before.state,
+    };
+    const verdict = decide(callEnd);
+    io.clearInterval(renewal);
+    if (sent) {
+      const delta = end.sent - counted;
+      const status = end.last.status;
+      await write(
+        h,
+        'recording the outcome',
+        (c) => toSettled(c, verdict.state, owner, delta, ctx.now(), status),
+        true,
+        'relaxed',
+      );
+    } else {
+      await write(h, 'undoing an unsent call', (c) => toUnsent(c, before, owner), false, 'strict');
+    }
+    const context = contextOf(h, { attempts: end.attempts });
+    announce(h, verdict, end);
+    if (verdict.result === 'ok' || verdict.result === 'http_error' || verdict.result === 'key_reused')
+      return await plan.finish(verdict, end, context);
+    throw errorFor(verdict, end, context);
+  } finally {
+    io.clearInterval(renewal);
+    liveOwners.delete(owner);
+  }
+}
+
+type Emitted = Parameters<ClientContext['hub']['emit']>[0];
+type EventBody = Emitted extends infer E
+  ? E extends { key: string }
+    ? Omit<E, 'scope' | 'intent' | 'key'>
+    : never
+  : never;
+
+export function emit(h: IntentHandle, event: EventBody): void {
+  h.ctx.hub.emit({ ...event, scope: h.scope, intent: h.name, key: h.key } as Emitted);
+}
+
+/** The events that tell how a call ended. */
+function announce(h: IntentHandle, verdict: Verdict, end: LoopEnd<unknown>): void {
+  const { status, replayed } = end.last;
+  const attempts = end.attempts;
+  const withStatus = status ? { status } : {};
+  switch (verdict.result) {
+    case 'ok':
+      if (replayed) emit(h, { type: 'replay', status: status ?? 200 });
+      emit(h, { type: 'success', ...withStatus, replayed, attempts });
+      return;
+    case 'http_error':
+      emit(h, { type: 'failure', code: 'HTTP_ERROR', ...withStatus, attempts });
+      return;
+    case 'key_reused':
+      emit(h, { type: 'mismatch', source: 'server', ...withStatus });
+      return;
+    case 'not_sent':
+      emit(h, { type: 'failure', code: 'NOT_SENT', attempts });
+      return;
+    default:
+      if (verdict.state === 'unknown') emit(h, { type: 'unknown', attempts });
+  }
+}
+
+/** The last server answer, as errors carry it. */
+export function lastAnswer(end: LoopEnd<unknown>): ServerAnswer | undefined {
+  const value = end.last.value as Partial<ServerAnswer> | undefined;
+  if (value && typeof value === 'object' && value.headers instanceof Headers && typeof value.status === 'number')
+    return { status: value.status, headers: value.headers, body: value.body };
+  return end.last.status !== undefined
+    ? { status: end.last.status, headers: end.last.headers ?? new Headers(), body: undefined }
+    : undefined;
+}
+
+/** The error of every verdict that is not the caller's value. */
+function errorFor(verdict: Verdict, end: LoopEnd<unknown>, context: ErrorContext): OncelyError {
+  const answer = lastAnswer(end);
+  const cause = end.last.error;
+  const withCause = cause === undefined ? context : { ...context, cause };
+  switch (verdict.result) {
+    case 'in_progress':
+      return new InProgressError({ ...context, ...(answer ? { lastAnswer: answer } : {}) });
+    case 'redirect':
+      return new RedirectError(end.last.value as RedirectAnswer, context);
+    case 'cancelled':
+      return new CancelledError({ ...withCause, sent: end.sent > 0 });
+    case 'not_sent':
+      return new NotSentError(withCause);
+    default:
+      return new OutcomeUnknownError({ ...withCause, ...(answer ? { lastAnswer: answer } : {}) });
+  }
+}

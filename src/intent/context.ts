@@ -1,0 +1,36 @@
+import type { KyInstance } from 'ky';
+import type { IntentCoordinator } from '../coordinator/coordinator.js';
+import type { EventHub } from '../events.js';
+import type { Profile } from '../profiles/profiles.js';
+import type { ResolvedRetryOptions } from '../retry/policy.js';
+import type { Store } from '../store/store.js';
+import type { KeyKind } from './keys.js';
+
+/** What an intent shares with the client that made it. */
+export interface ClientContext {
+  scope: string;
+  store: Store;
+  profile: Profile;
+  hub: EventHub;
+  coordinator: IntentCoordinator;
+  retry: ResolvedRetryOptions;
+  keyTtl: number;
+  keys: KeyKind;
+  ky: KyInstance;
+  /** Per-call headers from the client options (e.g. a fresh Authorization). */
+  headers: (() => HeadersInit) | undefined;
+  fetch: typeof globalThis.fetch;
+  /** The client's `baseUrl`, ending in `/`. */
+  baseUrl: string;
+  /** Wall clock (ms since epoch): record times, leases, expiry. */
+  now: () => number;
+  /** Monotonic clock (ms): deadlines. */
+  monotonic: () => number;
+  random: () => number;
+  /** Longest wait for one store call (ms). */
+  storeTimeout: number;
+  /** How long a call's lease on an in-flight intent lasts unless renewed (ms). */
+  leaseTtl: number;
+  /** Calls in flight in this client, per intent: a second identical call joins the first. */
+  inflight: Map<string, { fingerprint: string; promise: Promise<unknown> }>;
+}
