@@ -43,9 +43,25 @@ if (missing.length > 0) {
 rmSync(work, { recursive: true, force: true });
 mkdirSync(work, { recursive: true });
 // One stub per entry: the entry's own file comment, named after its import specifier.
+const front = [
+  `# ${pkg.name} ${pkg.version}: API reference`,
+  '',
+  pkg.description,
+  '',
+  '| entry | what it holds |',
+  '|---|---|',
+];
 const stubs = entries.map((entry) => {
   const file = join(work, `${entry.name.replace(/\//g, '__')}.ts`);
   const comment = fileComment(readFileSync(entry.types, 'utf8'));
+  front.push(
+    `| \`${entry.name}\` | ${
+      comment
+        .join(' ')
+        .replace(/{@link ([^}]+)}/g, '`$1`')
+        .replace(/\|/g, '\\|') || '—'
+    } |`,
+  );
   const specifier = relative(work, entry.types).replace(/\.d\.ts$/, '.js');
   const lines = [...comment, ...(comment.length > 0 ? [''] : []), `@module ${entry.name}`];
   writeFileSync(
@@ -54,6 +70,8 @@ const stubs = entries.map((entry) => {
   );
   return file;
 });
+front.push('', `Guides, the server contract and the guarantees: the [README](${pkg.homepage}).`);
+writeFileSync(join(work, 'README.md'), `${front.join('\n')}\n`);
 writeFileSync(
   join(work, 'tsconfig.json'),
   JSON.stringify({
@@ -89,7 +107,7 @@ execFileSync(
     '--name',
     `${pkg.name} ${pkg.version}`,
     '--readme',
-    join(repo, 'README.md'),
+    join(work, 'README.md'),
     '--disableSources',
     '--excludePrivate',
     '--excludeInternal',
