@@ -71,6 +71,13 @@ describe('key scope', () => {
   });
 });
 
+test('without a scope function a request is logged in the step it arrives (harnesses read requests.at(-1))', () => {
+  const contract = createContractServer({ routes: payments(), scopeHeader: 'X-Account' });
+  const answer = contract.fetch(post(`${BASE}/payments`, { 'Idempotency-Key': '"k1"', 'X-Account': 'a' }));
+  expect(contract.requests.at(-1)).toMatchObject({ key: 'k1', scope: 'a' });
+  return answer;
+});
+
 describe('paths no route serves', () => {
   test('answer 404 before any key check: without a key, with an invalid key, with a valid one', async () => {
     const contract = createContractServer({ routes: payments() });

@@ -105,10 +105,8 @@ export function createContractServer(options: ContractServerOptions = {}): Contr
 
   const name = config.headerName;
 
-  const scopeOf = async (request: Request): Promise<string> => {
-    if (config.scope) return config.scope(request);
-    return config.scopeHeader === undefined ? '' : (request.headers.get(config.scopeHeader) ?? '');
-  };
+  const scopeHeader = (request: Request): string =>
+    config.scopeHeader === undefined ? '' : (request.headers.get(config.scopeHeader) ?? '');
 
   /**
    * Requests held by a `hang`, kept strongly reachable: a Request's signal follows the
@@ -251,7 +249,8 @@ export function createContractServer(options: ContractServerOptions = {}): Contr
   async function handle(request: Request): Promise<Response> {
     const url = new URL(request.url);
     const method = request.method.toUpperCase();
-    const scope = await scopeOf(request);
+    // No await without a scope function: a request is logged in the same step it arrives.
+    const scope = config.scope ? await config.scope(request) : scopeHeader(request);
     const entry: RequestLogEntry = {
       method,
       path: url.pathname,
