@@ -4,7 +4,7 @@
 // - bare: no optional peer. Every peer-free entry imports and type-checks (skipLibCheck
 //   off); the README's quick start runs as written, twice, with its state directory in
 //   the scratch project; the edge export conditions resolve to the core entry, which asks
-//   for a store.
+//   for a store, and a workerd bundle of it needs no Node built-in.
 // - full: every optional peer (msw, react). Every entry imports and type-checks; the MSW
 //   adapter mounts the contract server.
 // Run by `npm test` (after the build).
@@ -12,6 +12,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 
 const repo = resolve(import.meta.dirname, '..');
 const pkg = JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8'));
@@ -122,7 +123,7 @@ console.log(Object.keys(modules).length + ' entries import');
 `;
 }
 
-function checkBare(tarball) {
+async function checkBare(tarball) {
   const dir = scratch('bare', tarball, [`@types/node@${installed('@types/node')}`]);
   for (const peer of Object.values(PEER_ENTRIES)) {
     if (existsSync(join(dir, 'node_modules', peer))) fail(`the bare project got the optional peer ${peer}`);
@@ -179,12 +180,37 @@ console.log('core entry, asks for a store');
   const plain = run(process.execPath, ['--input-type=module', '-e', "console.log(import.meta.resolve('oncely'))"], dir);
   if (!plain.trim().endsWith('/oncely/dist/node/default.js')) fail(`Node resolved oncely to ${plain.trim()}`);
   step('workerd, worker, edge-light resolve to the core entry, which asks for a store; Node gets the node entry');
+  await bundlesForWorkerd(dir);
+}
+
+/** A Workers bundle of the core entry (platform neutral: a `node:` import would not resolve). */
+async function bundlesForWorkerd(dir) {
+  const { build } = await import(pathToFileURL(join(repo, 'node_modules', 'esbuild', 'lib', 'main.js')).href);
+  const result = await build({
+    stdin: { contents: "export { createClient, MemoryStore } from 'oncely';", resolveDir: dir },
+    bundle: true,
+    write: false,
+    platform: 'neutral',
+    format: 'esm',
+    conditions: ['workerd', 'worker', 'browser'],
+    mainFields: ['module', 'main'],
+    metafile: true,
+    logLevel: 'silent',
+  });
+  const ours = Object.keys(result.metafile.inputs).filter((file) => file.includes('node_modules/oncely/'));
+  if (
+    !ours.some((file) => file.endsWith('oncely/dist/src/index.js')) ||
+    ours.some((file) => /\/dist\/(node|browser)\//.test(file))
+  ) {
+    fail(`the workerd bundle took ${ours.join(', ')}`);
+  }
+  step(
+    `a workerd bundle of the core entry needs no Node built-in (${Math.round(result.outputFiles[0].contents.length / 1024)} KB)`,
+  );
 }
 
 function checkFull(tarball) {
-  const peers = ['msw', 'react', 'react-dom', '@types/react', '@types/node'].map(
-    (name) => `${name}@${installed(name)}`,
-  );
+  const peers = ['msw', 'react', '@types/react', '@types/node'].map((name) => `${name}@${installed(name)}`);
   const dir = scratch('full', tarball, peers);
   writeFileSync(join(dir, 'imports.ts'), importsScript(entries));
   writeFileSync(
@@ -219,7 +245,7 @@ console.log('msw: one effect over a dropped response');
 try {
   const tarball = pack();
   lint(tarball);
-  checkBare(tarball);
+  await checkBare(tarball);
   checkFull(tarball);
   step(`${pkg.name}@${pkg.version} ok`);
 } finally {
