@@ -1,7 +1,7 @@
 /**
- * The node:http adapter of the contract server (`oncely/mock`): real HTTP on a local
- * port, for tests that need a socket (a browser, another process, an HTTP client that
- * MSW cannot intercept).
+ * The node:http adapter of the contract server (`oncely/mock`), exported from `oncely/node`
+ * and needing no msw: real HTTP on a local port, for tests that need a socket (a browser,
+ * another process, an HTTP client that MSW cannot intercept).
  */
 import { createServer, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';

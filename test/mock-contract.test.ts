@@ -9,9 +9,9 @@ import {
   type ContractServer,
   type ContractServerOptions,
   createContractServer,
-  mswHandlers,
   serializeSfString,
 } from '../src/mock/index.js';
+import { mswHandlers } from '../src/mock/msw.js';
 
 type Mount = (contract: ContractServer) => Promise<{ baseUrl: string; unmount: () => Promise<void> }>;
 
@@ -184,8 +184,8 @@ describe.each(Object.entries(adapters))('contract server through %s', (_name, mo
     expect(any.contract.effects('abc')).toBe(1);
   });
 
-  test('scopes isolate keys: the same key under two Authorization values is two keys', async () => {
-    const { contract, send } = await setup({ routes: payments() });
+  test('scopeHeader isolates keys: the same key under two header values is two keys', async () => {
+    const { contract, send } = await setup({ routes: payments(), scopeHeader: 'Authorization' });
     const alice = await send('/payments', {
       key: 'k1',
       body: { amount: 1 },

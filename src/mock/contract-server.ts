@@ -1,11 +1,11 @@
 /**
  * The contract server: a stateful idempotency-key server over the Fetch API
  * (`Request` → `Response`), per draft-ietf-httpapi-idempotency-key-header, with fault
- * injection and effect counting. Adapters: `mswHandlers` (MSW) and
- * `listenContractServer` (node:http, in `node/`).
+ * injection and effect counting. Adapters: `mswHandlers` (`oncely/mock/msw`) and
+ * `listenContractServer` (node:http, `oncely/node`).
  *
  * Order of checks for a request: CORS preflight → injected faults that answer in front of
- * the idempotency layer → key missing / invalid (400) → no route (404) → fingerprint
+ * the idempotency layer → no route (404) → key missing / invalid (400) → fingerprint
  * mismatch (422, even while in progress) → in progress (409 + Retry-After) → completed
  * (replay, `Idempotent-Replayed: true`) → claim the key, run the effect, store the answer.
  */
@@ -39,6 +39,13 @@ export interface ContractServer {
   effects(key?: string, scope?: string): number;
   /** Requests that carried `key` (in `scope`, or over all scopes), whatever their answer. */
   attempts(key: string, scope?: string): number;
+  /**
+   * Whether one of the routes answers `method` on `path` (for a CORS preflight: any
+   * method on `path`). Adapters use it to leave other requests to other handlers.
+   */
+  serves(method: string, path: string): boolean;
+  /** True when no `routes` were given: the default routes serve every path. */
+  readonly defaultRoutes: boolean;
   /** Where the server's record for `key` stands, or `undefined` when it has none (never seen, released, expired). */
   keyState(key: string, scope?: string): RecordState | undefined;
   /** Every request seen since creation or `reset()`, in arrival order. */
@@ -97,6 +104,9 @@ export function createContractServer(options: ContractServerOptions = {}): Contr
   let hangs = new AbortController();
 
   const name = config.headerName;
+
+  const scopeHeader = (request: Request): string =>
+    config.scopeHeader === undefined ? '' : (request.headers.get(config.scopeHeader) ?? '');
 
   /**
    * Requests held by a `hang`, kept strongly reachable: a Request's signal follows the
@@ -192,6 +202,12 @@ export function createContractServer(options: ContractServerOptions = {}): Contr
       return problemResponse({ type: PROBLEM_TYPES.injected, title: 'Injected failure', status, detail }, headers);
     }
     if (fault?.fault === 'status' && !fault.store) return fromStoredResponse(await toStoredResponse(fault));
+    const storedFault = fault?.fault === 'status' ? fault : undefined;
+    const route = routes.match(ex.method, ex.url.pathname);
+    if (!route && !storedFault) {
+      const detail = `No route for ${ex.method} ${ex.url.pathname}.`;
+      return problemResponse({ type: PROBLEM_TYPES.notFound, title: 'Not Found', status: 404, detail });
+    }
     if (ex.reading && !ex.reading.ok) {
       const problem = { type: PROBLEM_TYPES.keyInvalid, title: `${name} is invalid`, status: 400 };
       return problemResponse({ ...problem, detail: ex.reading.reason });
@@ -199,12 +215,6 @@ export function createContractServer(options: ContractServerOptions = {}): Contr
     if (!ex.reading && config.requireKeyFor.has(ex.method)) {
       const detail = `${ex.method} requests must carry an ${name} header.`;
       return problemResponse({ type: PROBLEM_TYPES.keyMissing, title: `${name} is missing`, status: 400, detail });
-    }
-    const storedFault = fault?.fault === 'status' ? fault : undefined;
-    const route = routes.match(ex.method, ex.url.pathname);
-    if (!route && !storedFault) {
-      const detail = `No route for ${ex.method} ${ex.url.pathname}.`;
-      return problemResponse({ type: PROBLEM_TYPES.notFound, title: 'Not Found', status: 404, detail });
     }
     const text = await ex.request.clone().text();
     const perform = () =>
@@ -239,7 +249,8 @@ export function createContractServer(options: ContractServerOptions = {}): Contr
   async function handle(request: Request): Promise<Response> {
     const url = new URL(request.url);
     const method = request.method.toUpperCase();
-    const scope = config.scope ? await config.scope(request) : (request.headers.get(config.scopeHeader) ?? '');
+    // No await without a scope function: a request is logged in the same step it arrives.
+    const scope = config.scope ? await config.scope(request) : scopeHeader(request);
     const entry: RequestLogEntry = {
       method,
       path: url.pathname,
@@ -282,6 +293,12 @@ export function createContractServer(options: ContractServerOptions = {}): Contr
     inject(...specs) {
       for (const spec of specs) faults.add(spec);
     },
+    serves(method, path) {
+      const upper = method.toUpperCase();
+      if (upper === 'OPTIONS' && cors) return routes.matchesPath(path);
+      return routes.match(upper, path) !== undefined;
+    },
+    defaultRoutes: defaults !== undefined,
     effects: (key, scope) => ledger.effects(key, scope),
     attempts: (key, scope) => ledger.attempts(key, scope),
     keyState(key, scope) {

@@ -38,7 +38,7 @@ const unique = (names: readonly string[]): string[] => {
 /** The CORS headers of one server, computed once. */
 export function corsHeaders(
   cors: CorsOptions,
-  server: { keyHeader: string; scopeHeader: string },
+  server: { keyHeader: string; scopeHeader: string | undefined },
 ): { common: Record<string, string>; preflight: Record<string, string> } {
   const origin = cors.allowOrigin ?? '*';
   const common: Record<string, string> = {
@@ -54,7 +54,7 @@ export function corsHeaders(
       'Content-Type',
       'Authorization',
       server.keyHeader,
-      server.scopeHeader,
+      ...(server.scopeHeader === undefined ? [] : [server.scopeHeader]),
       ...(cors.allowHeaders ?? []),
     ]).join(', '),
     'Access-Control-Max-Age': String(cors.maxAge ?? 600),

@@ -1,6 +1,7 @@
 /**
- * `oncely/mock`: a stateful idempotency contract server for tests. The MSW adapter
- * needs `msw` installed; the node:http adapter is `listenContractServer` in `node/`.
+ * `oncely/mock`: a stateful idempotency contract server for tests, over the Fetch API
+ * (no peer dependency). Adapters: `mswHandlers` from `oncely/mock/msw` (needs `msw`) and
+ * `listenContractServer` from `oncely/node` (node:http).
  */
 
 export { parseSfString, serializeSfString } from '../profiles/sf-string.js';
@@ -19,7 +20,6 @@ export type {
   StatusFault,
 } from './faults.js';
 export type { RequestLogEntry } from './ledger.js';
-export { type MswHandlersOptions, mswHandlers } from './msw.js';
 export type { ContractServerOptions, KeyFormat } from './options.js';
 export { PROBLEM_TYPES, type Problem } from './problem.js';
 export type { RecordState } from './records.js';

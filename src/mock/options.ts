@@ -53,13 +53,17 @@ export interface ContractServerOptions {
 
   /**
    * The request header whose value scopes keys (an account, a tenant): the same key
-   * under two scopes is two keys. A request without the header is in scope `''`.
-   * @default 'Authorization'
+   * under two scopes is two keys. A request without the header is in scope `''`. Prefer
+   * a stable account id over `Authorization`: with a fresh token per call, a resume would
+   * land in another scope and count as a second effect.
+   * @default undefined (every request in one scope, `''`)
+   * @example scopeHeader: 'X-Account-Id'
    */
   scopeHeader?: string;
 
   /**
    * Computes the scope instead of `scopeHeader`.
+   * @default undefined (every request in one scope, `''`)
    * @example scope: (request) => new URL(request.url).searchParams.get('tenant') ?? ''
    */
   scope?: (request: Request) => string | Promise<string>;
@@ -106,7 +110,7 @@ export interface ResolvedOptions {
   keyFormat: KeyFormat;
   maxKeyLength: number;
   requireKeyFor: ReadonlySet<string>;
-  scopeHeader: string;
+  scopeHeader: string | undefined;
   scope: ((request: Request) => string | Promise<string>) | undefined;
   retryAfter: number;
   retentionMs: number;
@@ -127,7 +131,7 @@ export function resolveOptions(options: ContractServerOptions): ResolvedOptions 
     keyFormat,
     maxKeyLength: options.maxKeyLength ?? 255,
     requireKeyFor: new Set((options.requireKeyFor ?? ['POST', 'PATCH']).map((method) => method.toUpperCase())),
-    scopeHeader: options.scopeHeader ?? 'Authorization',
+    scopeHeader: options.scopeHeader,
     scope: options.scope,
     retryAfter: options.retryAfter ?? 1,
     retentionMs,

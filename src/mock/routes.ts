@@ -83,6 +83,8 @@ interface CompiledRoute {
 /** A route table compiled once: `match(method, pathname)` finds the handler. */
 export function compileRoutes(routes: Routes): {
   match(method: string, pathname: string): { handler: RouteHandler; params: Record<string, string> } | undefined;
+  /** Whether any route, whatever its method, serves `pathname`. */
+  matchesPath(pathname: string): boolean;
 } {
   const compiled: CompiledRoute[] = Object.entries(routes).map(([spec, handler]) => {
     const [method, path, ...rest] = spec.trim().split(/\s+/);
@@ -100,6 +102,7 @@ export function compileRoutes(routes: Routes): {
       }
       return undefined;
     },
+    matchesPath: (pathname) => compiled.some((route) => route.path(pathname) !== undefined),
   };
 }
 

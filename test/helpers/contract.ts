@@ -1,7 +1,8 @@
 import { setupServer } from 'msw/node';
 import { afterAll, afterEach, beforeAll } from 'vitest';
 import { type ClientOptions, createClient, MemoryStore } from '../../src/index.js';
-import { type ContractServerOptions, createContractServer, mswHandlers } from '../../src/mock/index.js';
+import { type ContractServerOptions, createContractServer } from '../../src/mock/index.js';
+import { mswHandlers } from '../../src/mock/msw.js';
 
 export const BASE = 'https://api.test/';
 

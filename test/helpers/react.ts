@@ -2,7 +2,8 @@ import { cleanup } from '@testing-library/react';
 import { setupServer } from 'msw/node';
 import { afterAll, afterEach, beforeAll } from 'vitest';
 import { type ClientOptions, createClient, type Intent, type Store } from '../../src/index.js';
-import { createContractServer, mswHandlers } from '../../src/mock/index.js';
+import { createContractServer } from '../../src/mock/index.js';
+import { mswHandlers } from '../../src/mock/msw.js';
 
 /** One MSW-mounted contract server per hook test file; DOM and server reset after each test. */
 export function setupHookContract() {

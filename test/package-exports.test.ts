@@ -1,0 +1,72 @@
+/**
+ * The exports map, read as Node and bundlers read it: the first condition of an entry that
+ * the runtime has wins. `scripts/pack-check.js` checks the same against the installed
+ * tarball with `node --conditions=…`.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { describe, expect, test } from 'vitest';
+
+type Target = string | { [condition: string]: Target };
+const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+  exports: Record<string, Target>;
+  engines: { node: string };
+};
+
+/** Node's PACKAGE_TARGET_RESOLVE for condition objects: keys in order, the first one `conditions` has. */
+function resolveTarget(target: Target, conditions: readonly string[]): string | undefined {
+  if (typeof target === 'string') return target;
+  for (const [condition, next] of Object.entries(target)) {
+    if (condition === 'default' || conditions.includes(condition)) {
+      const found = resolveTarget(next, conditions);
+      if (found !== undefined) return found;
+    }
+  }
+  return undefined;
+}
+
+const root = (conditions: readonly string[]) => resolveTarget(pkg.exports['.']!, conditions);
+
+describe('exports', () => {
+  // What each runtime's resolver sets (Node adds `--conditions` to its own; Wrangler and
+  // Vercel's edge builds add the browser condition after their own).
+  test.each([
+    ['workerd (Cloudflare)', ['workerd', 'worker', 'browser', 'import']],
+    ['edge-light (Vercel Edge)', ['edge-light', 'worker', 'browser', 'import']],
+    ['worker', ['worker', 'browser', 'import']],
+    ['node --conditions=workerd', ['workerd', 'node', 'import']],
+  ])('%s gets the core entry, whose createClient asks for a store', (_runtime, conditions) => {
+    expect(root(conditions)).toBe('./dist/src/index.js');
+  });
+
+  test('Node gets the file store default, browsers the IndexedDB one, types the core declarations', () => {
+    expect(root(['node', 'import'])).toBe('./dist/node/default.js');
+    expect(root(['browser', 'import'])).toBe('./dist/browser/default.js');
+    expect(root(['types', 'node', 'import'])).toBe('./dist/src/index.d.ts');
+  });
+
+  test('the mock needs no peer: MSW handlers have their own entry', () => {
+    expect(resolveTarget(pkg.exports['./mock']!, ['import'])).toBe('./dist/src/mock/index.js');
+    expect(resolveTarget(pkg.exports['./mock/msw']!, ['import'])).toBe('./dist/src/mock/msw.js');
+  });
+
+  test('every entry lists types first', () => {
+    for (const [subpath, target] of Object.entries(pkg.exports)) {
+      if (typeof target !== 'string') expect(Object.keys(target)[0], subpath).toBe('types');
+    }
+  });
+
+  test('engines states the node:sqlite minimum', () => {
+    expect(pkg.engines.node).toBe('>=22.13');
+  });
+});
+
+describe('oncely/mock imports no peer', () => {
+  test('of the modules under src/mock, only msw.ts imports msw, and none imports msw.ts', () => {
+    const dir = new URL('../src/mock/', import.meta.url);
+    const sources = readdirSync(dir).filter((file) => file.endsWith('.ts'));
+    const importers = (pattern: RegExp) =>
+      sources.filter((file) => pattern.test(readFileSync(new URL(file, dir), 'utf8')));
+    expect(importers(/from 'msw(\/[^']*)?'/)).toEqual(['msw.ts']);
+    expect(importers(/from '\.\/msw\.js'/)).toEqual([]);
+  });
+});
