@@ -40,6 +40,9 @@ const freshKey = (length = 36): string => {
   return key.slice(0, length);
 };
 
+const isTransient = (answer: ProbeAnswer): boolean =>
+  answer.status === 0 || answer.status === 408 || answer.status === 429 || answer.status >= 500;
+
 /** Whether `profile` sends the key bare. */
 const sendsBare = (profile: Profile): boolean => profile.encodeKey('k') === 'k';
 
@@ -119,10 +122,15 @@ export async function runCheck(options: CheckOptions): Promise<CheckReport> {
   });
 
   // key-quoted, key-bare: which encodings get a 2xx; two fresh keys must make two resources.
+  // A transient answer (5xx, 408, 429, no answer) says nothing about the key: once more, same key.
+  const settled = async (step: StepId, key: string, encoding: 'quoted' | 'bare') => {
+    const answer = await send(step, key, encoding);
+    return isTransient(answer) ? send(step, key, encoding) : answer;
+  };
   const k1 = freshKey();
-  const a1 = await send('key-quoted', k1, 'quoted');
+  const a1 = await settled('key-quoted', k1, 'quoted');
   const k2 = freshKey();
-  const a2 = await send('key-bare', k2, 'bare');
+  const a2 = await settled('key-bare', k2, 'bare');
   const quotedOk = isSuccess(a1);
   const bareOk = isSuccess(a2);
   if (!quotedOk && !bareOk) {

@@ -137,6 +137,10 @@ export const NOTES = {
     mapped: { oncely: 'The profile maps this status to in progress: same key, waits, bounded by the budget.' },
     retryable: { oncely: 'Retried with the same key as a transient error, bounded by the budget.' },
     waits: { oncely: 'Nothing to do: the server holds the second request until the first is done.' },
+    none: {
+      oncely: 'Nothing a client can add: it sends one attempt per intent at a time.',
+      cannot: 'Make the server hold or refuse a second request while the first runs.',
+    },
     unseen: {
       oncely: 'Nothing to do.',
       cannot: 'Say how the server answers: no request overlapped. Pass --slow with a header that slows the effect.',

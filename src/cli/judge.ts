@@ -166,6 +166,12 @@ export function judgeBurst(burst: ProbeAnswer[], reliable: boolean, slowed: bool
         [`statuses: ${statuses}`, describe(others[0]!)],
       ),
     );
+  } else if (created.size > 1 && reliable) {
+    findings.push(
+      finding('in-progress', 'none', 'warn', 'No overlapping request was told to wait: each one ran.', [
+        `statuses: ${statuses}`,
+      ]),
+    );
   } else {
     findings.push(
       slowed
