@@ -20,8 +20,14 @@ export async function startRacyServer(): Promise<TestServer> {
   const stored = new Map<string, { status: number; body: string }>();
   // A remote store: every read and write takes a round trip.
   const store = {
-    get: async (key: string) => (await sleep(1), stored.get(key)),
-    set: async (key: string, value: { status: number; body: string }) => (await sleep(1), stored.set(key, value)),
+    async get(key: string) {
+      await sleep(1);
+      return stored.get(key);
+    },
+    async set(key: string, value: { status: number; body: string }) {
+      await sleep(1);
+      stored.set(key, value);
+    },
   };
   const server = createServer(async (req, res) => {
     const text = await readBody(req);
