@@ -27,7 +27,7 @@ try {
     run('mkdir', ['-p', join(target, '..')], scratch);
     symlinkSync(join(repo, 'node_modules', ...name.split('/')), target);
   }
-  const entries = ['oncely', 'oncely/react', 'oncely/mock', 'oncely/browser', 'oncely/node'];
+  const entries = ['oncely', 'oncely/react', 'oncely/mock', 'oncely/browser', 'oncely/node', 'oncely/check'];
   writeFileSync(
     join(scratch, 'check.ts'),
     `${entries.map((e, i) => `import * as m${i} from '${e}';`).join('\n')}
@@ -74,6 +74,23 @@ for (const [name, m] of Object.entries(modules)) {
   });
   if (!/^201 \S+ false 1$/m.test(output)) throw new Error(`the quick start printed ${JSON.stringify(output)}`);
   console.log(`quick start ran as written: ${output.trim()}`);
+  // `npx oncely check` from the installed tarball, against a contract server on 127.0.0.1.
+  writeFileSync(
+    join(scratch, 'cli-check.ts'),
+    `import { execFile } from 'node:child_process';
+import { createContractServer } from 'oncely/mock';
+import { listenContractServer } from 'oncely/node';
+const http = await listenContractServer(createContractServer({ keyFormat: 'bare' }));
+const child = execFile('npx', ['--no-install', 'oncely', 'check', http.url + '/payments', '--json', '{"amount":1000}'], { encoding: 'utf8' });
+let out = '';
+child.stdout.on('data', (chunk) => (out += chunk));
+const code = await new Promise((resolve) => child.on('close', resolve));
+await http.close();
+if (code !== 0 || !out.includes('encodeKey: (key) => key')) throw new Error('npx oncely check exited ' + code + ':\\n' + out);
+console.log('npx oncely check ran from the tarball: exit 0, suggested a bare key');
+`,
+  );
+  process.stdout.write(run(process.execPath, ['cli-check.ts'], scratch));
   const pkg = JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8'));
   console.log(
     `pack-check: ${tarball} (${files.length} files) imports and type-checks from ${entries.length} entry points, version ${pkg.version}`,
