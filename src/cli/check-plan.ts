@@ -41,12 +41,17 @@ export interface PlanInput {
 
 export function checkPlan(input: PlanInput): PlanStep[] {
   const steps: PlanStep[] = [
-    { id: 'key-quoted', requests: 1, effects: 1, what: 'fresh key as a quoted Structured Field string ("k")' },
+    {
+      id: 'key-quoted',
+      requests: 2,
+      effects: 2,
+      what: 'fresh key as a quoted Structured Field string ("k"), once more after a transient answer',
+    },
     {
       id: 'key-bare',
-      requests: 1,
-      effects: 1,
-      what: 'fresh key sent bare (k); two fresh keys must give two resources',
+      requests: 2,
+      effects: 2,
+      what: 'fresh key sent bare (k), likewise; two fresh keys must give two resources',
     },
     {
       id: 'key-same',

@@ -50,7 +50,12 @@ const sendsBare = (profile: Profile): boolean => profile.encodeKey('k') === 'k';
 export function planFor(options: CheckOptions): { plan: PlanStep[]; requests: number; effects: number } {
   const resolved = resolveCheckOptions(options);
   const plan = planOf(resolved);
-  return { plan, ...planTotals(plan) };
+  const totals = planTotals(plan);
+  if (totals.requests > resolved.maxRequests)
+    throw new InvalidArgumentError(
+      `The check needs up to ${totals.requests} requests but --max-requests is ${resolved.maxRequests}: raise it or lower --concurrency.`,
+    );
+  return { plan, ...totals };
 }
 
 const planOf = (o: ResolvedCheckOptions) =>
@@ -68,13 +73,8 @@ const planOf = (o: ResolvedCheckOptions) =>
  * if (report.failed) process.exitCode = 1;
  */
 export async function runCheck(options: CheckOptions): Promise<CheckReport> {
+  const { plan } = planFor(options);
   const o = resolveCheckOptions(options);
-  const plan = planOf(o);
-  const totals = planTotals(plan);
-  if (totals.requests > o.maxRequests)
-    throw new InvalidArgumentError(
-      `The check needs up to ${totals.requests} requests but --max-requests is ${o.maxRequests}: raise it or lower --concurrency.`,
-    );
   const prober = new Prober({
     url: o.url,
     keyHeader: o.profile.header,
