@@ -162,6 +162,24 @@ async function checkBare(tarball) {
   if (/^201 /m.test(second)) fail(`the second run of the quick start paid again: ${JSON.stringify(second)}`);
   step(`quick start ran as written, twice: ${JSON.stringify(first.trim())}, then ${JSON.stringify(second.trim())}`);
 
+  // `npx oncely check` from the installed tarball, against a contract server on 127.0.0.1.
+  writeFileSync(
+    join(dir, 'cli-check.ts'),
+    `import { execFile } from 'node:child_process';
+import { createContractServer } from 'oncely/mock';
+import { listenContractServer } from 'oncely/node';
+const http = await listenContractServer(createContractServer({ keyFormat: 'bare' }));
+const child = execFile('npx', ['--no-install', 'oncely', 'check', http.url + '/payments', '--json', '{"amount":1000}'], { encoding: 'utf8' });
+let out = '';
+child.stdout.on('data', (chunk) => (out += chunk));
+const code = await new Promise((resolve) => child.on('close', resolve));
+await http.close();
+if (code !== 0 || !out.includes('encodeKey: (key) => key')) throw new Error('npx oncely check exited ' + code + ':\\n' + out);
+console.log('exit 0, suggested a bare key');
+`,
+  );
+  step(`npx oncely check ran from the tarball: ${run(process.execPath, ['cli-check.ts'], dir, env).trim()}`);
+
   // Edge runtimes get the core entry: no platform store, a clear error instead.
   const edge = `import { createClient, InvalidArgumentError } from 'oncely';
 const where = import.meta.resolve('oncely');

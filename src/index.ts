@@ -12,7 +12,9 @@ export type { InferOutput, StandardSchemaV1 } from './http/schema.js';
 export type { DataOf, IntentResponse, RequestOptions, RunContext, RunOptions } from './intent/intent.js';
 export { Intent } from './intent/intent.js';
 export { type KeyKind, MAX_KEY_LENGTH } from './intent/keys.js';
-export { ietf, type Outcome, type Profile, type ProfileName, profiles, stripe } from './profiles/profiles.js';
+export { ietf, type Outcome, type Profile, stripe } from './profiles/profiles.js';
+export { type ProfileName, profiles } from './profiles/registry.js';
+export { ietfBare, ietfBareUnmarked, type ProfileChanges, profileVariant } from './profiles/variants.js';
 export type { RetryOptions } from './retry/policy.js';
 export { MemoryStore } from './store/memory-store.js';
 export type {

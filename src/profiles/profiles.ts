@@ -1,4 +1,4 @@
-import { InvalidArgumentError, type ServerAnswer } from '../errors.js';
+import type { ServerAnswer } from '../errors.js';
 import { serializeSfString } from './sf-string.js';
 
 /**
@@ -109,24 +109,3 @@ export const stripe: Profile = {
   keyTtl: DAY,
   keyedMethods: ['POST'],
 };
-
-export const profiles = { ietf, stripe } as const;
-export type ProfileName = keyof typeof profiles;
-
-export function resolveProfile(profile: ProfileName | Profile | undefined): Profile {
-  if (profile === undefined) return ietf;
-  if (typeof profile === 'string') {
-    const found = Object.hasOwn(profiles, profile) ? profiles[profile as ProfileName] : undefined;
-    if (!found)
-      throw new InvalidArgumentError(
-        `Unknown profile "${profile}". Use one of: ${Object.keys(profiles).join(', ')}, or pass a Profile object.`,
-      );
-    return found;
-  }
-  const p = profile as Partial<Profile> | null;
-  if (!p || typeof p.header !== 'string' || typeof p.encodeKey !== 'function' || typeof p.classify !== 'function')
-    throw new InvalidArgumentError(
-      'A profile must be a name ("ietf", "stripe") or an object with header, encodeKey and classify, e.g. { ...ietf, header: "X-Idempotency-Key" }.',
-    );
-  return profile;
-}

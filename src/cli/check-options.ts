@@ -1,0 +1,123 @@
+/** Options of `runCheck` (and of `oncely check`, flag for flag), validated in one place. */
+import { InvalidArgumentError } from '../errors.js';
+import type { Profile } from '../profiles/profiles.js';
+import { profiles } from '../profiles/registry.js';
+import { ietfBare, ietfBareUnmarked } from '../profiles/variants.js';
+import { parseHeader } from './probe.js';
+
+/** Profiles `--profile` knows by name. */
+export const CHECK_PROFILES: Readonly<Record<string, Profile>> = {
+  ...profiles,
+  'ietf-bare': ietfBare,
+  'ietf-bare-unmarked': ietfBareUnmarked,
+};
+
+export interface CheckOptions {
+  /** The endpoint: every request goes to this one URL. */
+  url: string;
+  /** The body of a valid request (a value, sent as JSON). */
+  json: unknown;
+  /** @default 'POST' */
+  method?: 'POST' | 'PATCH';
+  /** Headers on every request, e.g. `{ Authorization: 'Bearer …' }`. */
+  headers?: Record<string, string> | readonly [string, string][];
+  /** Send `Origin` on every request and check the CORS preflight for it. */
+  origin?: string;
+  /**
+   * The profile you mean to use: its key header is probed, and the suggestion is
+   * written as changes to it.
+   * @default 'ietf'
+   */
+  profile?: string | Profile;
+  /**
+   * Simultaneous first requests with one key in the `burst` step (2–20).
+   * @default 5
+   */
+  concurrency?: number;
+  /** A header that makes the server's effect slow (a test hook), on the burst's requests: `'X-Delay: 500'`. */
+  slow?: string | [string, string];
+  /**
+   * A body the server rejects (for the `error-answer` step).
+   * @default []
+   */
+  errorJson?: unknown;
+  /**
+   * Most requests the check may send; it refuses to start when its plan needs more.
+   * @default 40
+   */
+  maxRequests?: number;
+  /** Per-request timeout (ms). @default 10_000 */
+  timeout?: number;
+  /** @default globalThis.fetch */
+  fetch?: typeof globalThis.fetch;
+}
+
+export interface ResolvedCheckOptions {
+  url: string;
+  body: unknown;
+  method: 'POST' | 'PATCH';
+  headers: [string, string][];
+  origin: string | undefined;
+  profile: Profile;
+  /** How the suggestion names its base (`ietf`, or `base` for a Profile object). */
+  profileName: string;
+  concurrency: number;
+  slow: [string, string] | undefined;
+  errorBody: unknown;
+  maxRequests: number;
+  timeout: number;
+  fetch: typeof globalThis.fetch;
+}
+
+const integerIn = (value: number | undefined, fallback: number, min: number, max: number, name: string) => {
+  const n = value ?? fallback;
+  if (!Number.isInteger(n) || n < min || n > max)
+    throw new InvalidArgumentError(`${name} must be an integer from ${min} to ${max}, got ${value}.`);
+  return n;
+};
+
+export function resolveCheckOptions(options: CheckOptions): ResolvedCheckOptions {
+  const url = options.url;
+  if (typeof url !== 'string' || !URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol))
+    throw new InvalidArgumentError(`oncely check needs an http(s) URL, got ${JSON.stringify(url)}.`);
+  if (options.json === undefined)
+    throw new InvalidArgumentError('oncely check needs the body of a valid request (--json \'{"amount":1000}\').');
+  const method = options.method ?? 'POST';
+  if (method !== 'POST' && method !== 'PATCH')
+    throw new InvalidArgumentError(`--method must be POST or PATCH, got ${JSON.stringify(method)}.`);
+  let profile: Profile;
+  let profileName: string;
+  if (options.profile === undefined || typeof options.profile === 'string') {
+    profileName = options.profile ?? 'ietf';
+    const found = CHECK_PROFILES[profileName];
+    if (!found)
+      throw new InvalidArgumentError(
+        `Unknown profile ${JSON.stringify(profileName)}. Use one of: ${Object.keys(CHECK_PROFILES).join(', ')}.`,
+      );
+    profile = found;
+  } else {
+    profile = options.profile;
+    profileName = 'base';
+  }
+  if (options.origin !== undefined && !URL.canParse(options.origin))
+    throw new InvalidArgumentError(`--origin must be an origin such as https://shop.example, got ${options.origin}.`);
+  const headers = Array.isArray(options.headers)
+    ? options.headers.map(([name, value]) => [name, value] as [string, string])
+    : Object.entries(options.headers ?? {});
+  const slow = typeof options.slow === 'string' ? parseHeader(options.slow, '--slow') : options.slow;
+  return {
+    url,
+    body: options.json,
+    method,
+    headers,
+    origin: options.origin === undefined ? undefined : new URL(options.origin).origin,
+    profile,
+    profileName,
+    concurrency: integerIn(options.concurrency, 5, 2, 20, '--concurrency'),
+    slow,
+    errorBody: options.errorJson ?? [],
+    maxRequests: integerIn(options.maxRequests, 40, 1, 1000, '--max-requests'),
+    timeout: integerIn(options.timeout, 10_000, 1, 600_000, '--timeout'),
+    fetch: options.fetch ?? ((input, init) => globalThis.fetch(input, init)),
+  };
+}

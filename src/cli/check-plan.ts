@@ -1,0 +1,123 @@
+/**
+ * The documented request sequence of `oncely check`, as data: `--dry-run` prints it, the
+ * cap is checked against its maximum before anything is sent, and the README lists it.
+ * Every step uses fresh keys of its own unless it says "the first key".
+ */
+
+export type StepId =
+  | 'key-quoted'
+  | 'key-bare'
+  | 'key-same'
+  | 'replay'
+  | 'key-length'
+  | 'other-body'
+  | 'key-order'
+  | 'number-type'
+  | 'burst'
+  | 'missing-key'
+  | 'error-answer'
+  | 'cors';
+
+export interface PlanStep {
+  id: StepId;
+  /** Most requests the step sends. */
+  requests: number;
+  /** Most of them that can create a resource (a real effect). */
+  effects: number;
+  what: string;
+}
+
+/** Key lengths tried by `key-length`, shortest first; it stops at the first rejected one. */
+export const KEY_LENGTH_LADDER = [64, 255, 256, 1024] as const;
+
+export interface PlanInput {
+  concurrency: number;
+  origin: string | undefined;
+  /** The body has two or more fields (key order can be tested). */
+  reorderable: boolean;
+  /** The body has a number field (number type can be tested). */
+  hasNumber: boolean;
+}
+
+export function checkPlan(input: PlanInput): PlanStep[] {
+  const steps: PlanStep[] = [
+    {
+      id: 'key-quoted',
+      requests: 2,
+      effects: 2,
+      what: 'fresh key as a quoted Structured Field string ("k"), once more after a transient answer',
+    },
+    {
+      id: 'key-bare',
+      requests: 2,
+      effects: 2,
+      what: 'fresh key sent bare (k), likewise; two fresh keys must give two resources',
+    },
+    {
+      id: 'key-same',
+      requests: 1,
+      effects: 1,
+      what: 'the quoted key again, sent bare: the same key (replay) or another (new resource)?',
+    },
+    {
+      id: 'replay',
+      requests: 1,
+      effects: 1,
+      what: 'the first key and body again: same status and body? which header marks the replay?',
+    },
+    {
+      id: 'key-length',
+      requests: KEY_LENGTH_LADDER.length,
+      effects: KEY_LENGTH_LADDER.length,
+      what: `fresh keys of ${KEY_LENGTH_LADDER.join(', ')} characters, stopping at the first rejected`,
+    },
+    {
+      id: 'other-body',
+      requests: 1,
+      effects: 1,
+      what: 'the first key with another body: which status and error shape?',
+    },
+  ];
+  if (input.reorderable)
+    steps.push({
+      id: 'key-order',
+      requests: 1,
+      effects: 1,
+      what: 'the first key, the same body with its fields in reverse order: the same request?',
+    });
+  if (input.hasNumber)
+    steps.push({
+      id: 'number-type',
+      requests: 1,
+      effects: 1,
+      what: 'the first key, a number sent as a string ("1000" for 1000): loose comparison?',
+    });
+  steps.push(
+    {
+      id: 'burst',
+      requests: input.concurrency,
+      effects: input.concurrency,
+      what: `${input.concurrency} simultaneous first requests with one fresh key (and --slow): one resource, 409 + Retry-After?`,
+    },
+    { id: 'missing-key', requests: 1, effects: 1, what: 'no key at all: 400, or processed?' },
+    {
+      id: 'error-answer',
+      requests: 3,
+      effects: 3,
+      what: 'a fresh key with --error-json (an invalid body), again, then the valid body: error stored or released?',
+    },
+  );
+  if (input.origin)
+    steps.push({
+      id: 'cors',
+      requests: 1,
+      effects: 0,
+      what: `preflight from ${input.origin}: key header allowed? (every request carries Origin; exposed headers are read from the answers)`,
+    });
+  return steps;
+}
+
+export const planTotals = (steps: readonly PlanStep[]) => ({
+  requests: steps.reduce((sum, step) => sum + step.requests, 0),
+  effects: steps.reduce((sum, step) => sum + step.effects, 0),
+});
