@@ -12,6 +12,19 @@ export type { InferOutput, StandardSchemaV1 } from './http/schema.js';
 export type { DataOf, IntentResponse, RequestOptions, RunContext, RunOptions } from './intent/intent.js';
 export { Intent } from './intent/intent.js';
 export { type KeyKind, MAX_KEY_LENGTH } from './intent/keys.js';
+// The framework-free core of UI bindings: `oncely/react` wraps it; Vue, Svelte, Solid use it directly.
+export {
+  IdempotentMutationObserver,
+  type IdempotentMutationOptions,
+  initialMutationState,
+  type MutationAction,
+  type MutationFnOptions,
+  type MutationState,
+  type MutationStatus,
+  type RequestContext,
+  type RequestMutationOptions,
+  reduceMutation,
+} from './observer/mutation-observer.js';
 export { ietf, type Outcome, type Profile, type ProfileName, profiles, stripe } from './profiles/profiles.js';
 export type { RetryOptions } from './retry/policy.js';
 export { MemoryStore } from './store/memory-store.js';

@@ -1,8 +1,9 @@
 /**
- * The framework-free core of `oncely/react`: one observer holds the mutation state of one
- * intent outside any UI framework — claim on subscribe, single flight, resume after a
- * reload, other tabs' progress — as a reducer over actions, like TanStack Query's
- * `mutation.ts`. A binding only subscribes and renders `getState()`.
+ * The framework-free core of every UI binding (`oncely/react`, and the Vue, Svelte and Solid
+ * recipes in docs/bindings.md): one observer holds the mutation state of one intent — claim
+ * on subscribe, single flight, resume after a reload, other tabs' progress — as a reducer
+ * over named actions, like TanStack Query's `mutation.ts`. A binding subscribes and renders
+ * `getState()`.
  */
 import type { Client } from '../client.js';
 import { OncelyError, OutcomeUnknownError } from '../errors.js';
@@ -19,6 +20,17 @@ export type MutationStatus = 'idle' | 'pending' | 'retrying' | 'success' | 'erro
 
 export interface MutationState<T> {
   status: MutationStatus;
+  /** `status === 'idle'`. */
+  isIdle: boolean;
+  /** `pending` or `retrying`: a request is on its way. Keep the button disabled while true. */
+  isPending: boolean;
+  /** `status === 'success'`. */
+  isSuccess: boolean;
+  /**
+   * `error` or `unknown`: the last call threw. After `unknown`, `mutate()` resumes with the
+   * same key (never a second effect); so does `reset()` followed by `mutate()`.
+   */
+  isError: boolean;
   /**
    * The response body of this observer's last successful call. `undefined` when the
    * success was read from the store (after a reload, or from another tab): oncely never
@@ -72,33 +84,51 @@ interface BaseOptions<T, V> {
   abortOnUnmount?: boolean;
 }
 
+/** What `request` gets after the variables: the claimed intent and the call's signal. */
+export interface RequestContext {
+  intent: Intent;
+  /** Aborted by `abortOnUnmount`, or by `forget({ force: true })`. Pass it on to the request. */
+  signal: AbortSignal;
+}
+
 /** Sends the request through an `Intent` (its key on every attempt). */
 export interface RequestMutationOptions<T, V> extends BaseOptions<T, V> {
   /**
-   * @example request: (intent, _vars, { signal }) => intent.post('payments', { json: cart, schema: Payment, signal })
+   * `(variables, context)`, in TanStack's order. `variables` is `undefined` on auto-resume.
+   * @example request: (_vars, { intent, signal }) => intent.post('payments', { json: cart, schema: Payment, signal })
    */
-  request: (intent: Intent, variables: V | undefined, context: { signal: AbortSignal }) => Promise<IntentResponse<T>>;
+  request: (variables: V | undefined, context: RequestContext) => Promise<IntentResponse<T>>;
   mutationFn?: never;
 }
 
-/** Runs any transport through `intent.run`: send `key` as the idempotency key yourself. */
+/** Runs any transport through `intent.run`: send `context.key` as the idempotency key yourself. */
 export interface MutationFnOptions<T, V> extends BaseOptions<T, V> {
-  /** @example mutationFn: ({ key }) => stripe.paymentIntents.create(params, { idempotencyKey: key }) */
-  mutationFn: (context: RunContext, variables: V | undefined) => Promise<T>;
+  /**
+   * `(variables, context)`, in TanStack's order; `context` is `intent.run`'s (`key`, `attempt`, `signal`).
+   * @example mutationFn: (params, { key }) => stripe.paymentIntents.create(params, { idempotencyKey: key })
+   */
+  mutationFn: (variables: V | undefined, context: RunContext) => Promise<T>;
   request?: never;
 }
 
 export type IdempotentMutationOptions<T, V = void> = RequestMutationOptions<T, V> | MutationFnOptions<T, V>;
 
-type Action<T> =
+/** Every state change of the observer, by name: the reducer's input. */
+export type MutationAction<T> =
+  /** A stored record was read or written (here, or by another tab); `status` when it decides the status. */
   | { type: 'stored'; record: IntentRecord; status?: MutationStatus }
   | { type: 'pending' }
   | { type: 'attempt'; attempt: number; retry: boolean }
   | { type: 'success'; data: T; replayed: boolean | undefined; attempts: number; record: IntentRecord }
   | { type: 'error'; error: unknown; status: MutationStatus; attempts: number; record: IntentRecord | undefined }
-  | { type: 'reset' };
+  /** `reset()`: clear what the UI shows, keep the key and the record. */
+  | { type: 'reset' }
+  /** `forget()`: the intent is gone; a new one is being claimed. */
+  | { type: 'forgotten' };
 
-const IDLE: MutationState<never> = {
+type Fields<T> = Omit<MutationState<T>, 'isIdle' | 'isPending' | 'isSuccess' | 'isError'>;
+
+const IDLE: Fields<never> = {
   status: 'idle',
   data: undefined,
   error: undefined,
@@ -116,8 +146,24 @@ const STATUS_OF: Record<IntentState, MutationStatus> = {
   unknown: 'unknown',
 };
 
-/** The state machine: pure, one action at a time. */
-export function reduceMutation<T>(state: MutationState<T>, action: Action<T>): MutationState<T> {
+const withFlags = <T>(fields: Fields<T>): MutationState<T> => ({
+  ...fields,
+  isIdle: fields.status === 'idle',
+  isPending: fields.status === 'pending' || fields.status === 'retrying',
+  isSuccess: fields.status === 'success',
+  isError: fields.status === 'error' || fields.status === 'unknown',
+});
+
+/** The state before the first action. */
+export const initialMutationState: MutationState<never> = withFlags(IDLE);
+
+/** The state machine: pure, one action at a time; the booleans follow `status`. */
+export function reduceMutation<T>(state: MutationState<T>, action: MutationAction<T>): MutationState<T> {
+  const next = transition(state, action);
+  return next === state ? state : withFlags(next);
+}
+
+function transition<T>(state: MutationState<T>, action: MutationAction<T>): MutationState<T> | Fields<T> {
   switch (action.type) {
     case 'stored': {
       const { record, status } = action;
@@ -142,6 +188,10 @@ export function reduceMutation<T>(state: MutationState<T>, action: Action<T>): M
       return { ...IDLE, status, error, attempts, key: record?.key ?? state.key, record };
     }
     case 'reset':
+      // A call on its way stays visible: the button must stay disabled until it settles.
+      if (state.status === 'pending' || state.status === 'retrying' || state.status === 'idle') return state;
+      return { ...IDLE, key: state.key, record: state.record };
+    case 'forgotten':
       return IDLE;
   }
 }
@@ -151,7 +201,7 @@ const noop = () => {};
 /** Holds one intent's mutation state; subscribe to it from any UI framework. */
 export class IdempotentMutationObserver<T = unknown, V = void> {
   #options: IdempotentMutationOptions<T, V>;
-  #state: MutationState<T> = IDLE;
+  #state: MutationState<T> = initialMutationState;
   readonly #listeners = new Set<() => void>();
   #claim: Promise<Intent> | undefined;
   #current: Promise<T> | undefined;
@@ -162,6 +212,14 @@ export class IdempotentMutationObserver<T = unknown, V = void> {
 
   constructor(options: IdempotentMutationOptions<T, V>) {
     this.#options = options;
+  }
+
+  /** The client and intent name this observer was made for (a binding makes a new one when they change). */
+  get client(): Client {
+    return this.#options.client;
+  }
+  get intent(): string {
+    return this.#options.intent;
   }
 
   /** Takes new callbacks and request function; `client` and `intent` are fixed per observer. */
@@ -197,16 +255,48 @@ export class IdempotentMutationObserver<T = unknown, V = void> {
     return this.#current;
   };
 
-  /** Forgets the intent (`intent.reset()`) and claims a new key for a new operation. */
-  reset = async (): Promise<void> => {
-    await (await this.#intent()).reset();
-    this.#claim = undefined;
+  /**
+   * Clears what the UI shows (data, error, status back to `idle`), as TanStack's `reset()`
+   * does. The key stays: the next `mutate()` resumes the same operation, so an unknown
+   * outcome is resumed and a succeeded one replayed, never paid twice. A call on its way
+   * keeps showing as pending.
+   */
+  reset = (): void => {
     this.#dispatch({ type: 'reset' });
-    const intent = await this.#intent();
-    this.#dispatch({ type: 'stored', record: intent.record, status: 'idle' });
   };
 
-  #dispatch(action: Action<T>): void {
+  /**
+   * Forgets the intent (`intent.reset()`) and claims a new key: a new operation, like a new
+   * order after a paid one. Rejects with `OutcomeUnknownError` while the outcome is not
+   * known — a call in flight here or in another tab, or an `unknown` intent — because a
+   * new key would then pay twice. `force: true` aborts this observer's call, waits for it,
+   * and forgets anyway: only after reconciling (e.g. you looked the payment up by `key`).
+   */
+  forget = async ({ force = false }: { force?: boolean } = {}): Promise<void> => {
+    if (this.#current) {
+      if (!force) throw this.#refusal('a call of this intent is in flight');
+      this.#controller?.abort(new DOMException('forget({ force: true }) abandoned the call.', 'AbortError'));
+      await this.#current.catch(noop);
+    }
+    const intent = await this.#intent();
+    const { state } = await intent.refresh();
+    if (!force && (state === 'in_flight' || state === 'unknown'))
+      throw this.#refusal(state === 'unknown' ? 'its outcome is unknown' : 'it is being sent (maybe in another tab)');
+    await intent.reset();
+    this.#claim = undefined;
+    this.#dispatch({ type: 'forgotten' });
+    const next = await this.#intent();
+    this.#dispatch({ type: 'stored', record: next.record, status: 'idle' });
+  };
+
+  #refusal(why: string): OutcomeUnknownError {
+    const { client, intent } = this.#options;
+    const { key, attempts } = this.#state;
+    const message = `Not forgetting intent "${intent}": ${why}, and a new key could make the operation take effect twice. Resume it with mutate(), or reconcile it and call forget({ force: true }).`;
+    return new OutcomeUnknownError({ intent, scope: client.scope, key, attempts }, 'OUTCOME_UNKNOWN', message);
+  }
+
+  #dispatch(action: MutationAction<T>): void {
     const next = reduceMutation(this.#state, action);
     if (next === this.#state) return;
     this.#state = next;
@@ -308,9 +398,9 @@ export class IdempotentMutationObserver<T = unknown, V = void> {
       const { signal } = controller;
       let replayed: boolean | undefined;
       let attempts = 0;
-      if (request) ({ data, replayed, attempts } = await request(intent, variables, { signal }));
+      if (request) ({ data, replayed, attempts } = await request(variables, { intent, signal }));
       else {
-        data = await intent.run((ctx) => mutationFn(ctx, variables), { signal });
+        data = await intent.run((ctx) => mutationFn(variables, ctx), { signal });
         attempts = this.#state.attempts;
       }
       this.#dispatch({ type: 'success', data, replayed, attempts, record: intent.record });

@@ -1,14 +1,17 @@
 /**
  * `oncely/react`: {@link useIdempotentMutation}, a thin binding over the framework-free
- * {@link IdempotentMutationObserver}. React is an optional peer dependency; only this
- * entry imports it.
+ * {@link IdempotentMutationObserver} (exported from `oncely` itself too). React is an
+ * optional peer dependency; only this entry imports it.
  */
 export {
   IdempotentMutationObserver,
   type IdempotentMutationOptions,
+  initialMutationState,
+  type MutationAction,
   type MutationFnOptions,
   type MutationState,
   type MutationStatus,
+  type RequestContext,
   type RequestMutationOptions,
   reduceMutation,
 } from '../observer/mutation-observer.js';

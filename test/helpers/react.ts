@@ -31,7 +31,8 @@ export const makeClient = (store: Store, options: Partial<ClientOptions> = {}) =
   createClient({ baseUrl: 'https://api.test/', store, fetch: buffered, retry: { baseDelay: 1 }, ...options });
 
 export const cart = { amount: 4200, currency: 'EUR' };
-export const pay = (intent: Intent) => intent.post('payments', { json: cart });
+/** The request of the hook tests, in `request`'s `(variables, { intent })` order. */
+export const pay = (_vars: unknown, { intent }: { intent: Intent }) => intent.post('payments', { json: cart });
 export const NAME = 'checkout:cart_1';
 
 /** A fetch whose responses wait for `release()` (the server has already answered). */
