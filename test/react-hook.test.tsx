@@ -183,6 +183,21 @@ describe('useIdempotentMutation', () => {
     expect(await store.get('default', NAME)).toMatchObject({ key: result.current.key, state: 'ready' });
   });
 
+  it('a new intent name is a new observer: its own key, the old state left behind', async () => {
+    const store = new MemoryStore();
+    const client = makeClient(store);
+    const { result, rerender } = renderHook(({ intent }) => useIdempotentMutation({ client, intent, request: pay }), {
+      initialProps: { intent: NAME },
+    });
+    await act(() => result.current.mutateAsync());
+    const first = result.current.key!;
+    rerender({ intent: 'checkout:cart_2' });
+    expect(result.current).toMatchObject({ status: 'idle', data: undefined });
+    await waitFor(() => expect(result.current.key).toBeDefined());
+    expect(result.current.key).not.toBe(first);
+    expect(await store.get('default', 'checkout:cart_2')).toMatchObject({ key: result.current.key, state: 'ready' });
+  });
+
   it('422 (key reused with another body) → status error with KeyReusedError', async () => {
     const key = 'key-reused-1';
     // Another device already used this key for a different payment.

@@ -11,7 +11,7 @@ import {
 import { PersistQueryClientProvider } from '@tanstack/react-query-persist-client';
 import { act, renderHook, waitFor } from '@testing-library/react';
 import { type ReactNode, useEffect } from 'react';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, expectTypeOf, it, vi } from 'vitest';
 import { type Client, type IntentResponse, MemoryStore } from '../src/index.js';
 import { idempotentMutationOptions, resumeMutations, shouldDehydrateMutation } from '../src/tanstack/index.js';
 import { buffered, cart, makeClient, NAME, setupHookContract } from './helpers/react.js';
@@ -90,6 +90,14 @@ describe('idempotentMutationOptions', () => {
       meta: { screen: 'cart' },
     });
     expect(options).toMatchObject({ retry: 0, mutationKey: ['checkout'], onSuccess, meta: { screen: 'cart' } });
+  });
+
+  it('types: data is what mutationFn returns, variables what intent() reads', () => {
+    const { result } = renderHook(() => useMutation(paymentOptions(makeClient(new MemoryStore()))), {
+      wrapper: provider(new QueryClient()),
+    });
+    expectTypeOf(result.current.data).toEqualTypeOf<IntentResponse<unknown> | undefined>();
+    expectTypeOf(result.current.mutate).parameter(0).toEqualTypeOf<Vars>();
   });
 
   it('claims the key on mount, durable before any click; nothing sent', async () => {
