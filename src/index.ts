@@ -16,15 +16,17 @@ export { type KeyKind, MAX_KEY_LENGTH } from './intent/keys.js';
 export {
   IdempotentMutationObserver,
   type IdempotentMutationOptions,
-  initialMutationState,
-  type MutationAction,
   type MutationFnOptions,
-  type MutationState,
-  type MutationStatus,
   type RequestContext,
   type RequestMutationOptions,
-  reduceMutation,
 } from './observer/mutation-observer.js';
+export {
+  initialMutationState,
+  type MutationAction,
+  type MutationState,
+  type MutationStatus,
+  reduceMutation,
+} from './observer/reduce-mutation.js';
 export { ietf, type Outcome, type Profile, type ProfileName, profiles, stripe } from './profiles/profiles.js';
 export type { RetryOptions } from './retry/policy.js';
 export { MemoryStore } from './store/memory-store.js';

@@ -6,15 +6,17 @@
 export {
   IdempotentMutationObserver,
   type IdempotentMutationOptions,
-  initialMutationState,
-  type MutationAction,
   type MutationFnOptions,
-  type MutationState,
-  type MutationStatus,
   type RequestContext,
   type RequestMutationOptions,
-  reduceMutation,
 } from '../observer/mutation-observer.js';
+export {
+  initialMutationState,
+  type MutationAction,
+  type MutationState,
+  type MutationStatus,
+  reduceMutation,
+} from '../observer/reduce-mutation.js';
 export {
   type UseIdempotentMutationOptions,
   type UseIdempotentMutationResult,

@@ -1,9 +1,6 @@
 import { useEffect, useState, useSyncExternalStore } from 'react';
-import {
-  IdempotentMutationObserver,
-  type IdempotentMutationOptions,
-  type MutationState,
-} from '../observer/mutation-observer.js';
+import { IdempotentMutationObserver, type IdempotentMutationOptions } from '../observer/mutation-observer.js';
+import type { MutationState } from '../observer/reduce-mutation.js';
 
 export type UseIdempotentMutationOptions<T, V = void> = IdempotentMutationOptions<T, V>;
 
