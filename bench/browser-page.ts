@@ -100,7 +100,7 @@ function Checkout({ intent, variant }: { intent: string; variant: keyof typeof c
   const pay = useIdempotentMutation({
     client: clients[variant],
     intent,
-    request: (i, _vars, { signal }) => i.post('ok', { json: { amount: 1999, cart: intent }, signal }),
+    request: (_vars, { intent: i, signal }) => i.post('ok', { json: { amount: 1999, cart: intent }, signal }),
   });
   const idle = pay.status === 'idle' && pay.key !== undefined;
   useEffect(() => {

@@ -142,10 +142,11 @@ export class OutcomeUnknownError extends OncelyError {
   constructor(
     context: ErrorContext & { lastAnswer?: ServerAnswer },
     code: 'OUTCOME_UNKNOWN' | 'IN_PROGRESS' = 'OUTCOME_UNKNOWN',
+    text?: string,
   ) {
     const answer = context.lastAnswer;
     const after = answer ? ` The last answer was HTTP ${answer.status}.` : '';
-    super(code, message(code, context) + after, context);
+    super(code, text ?? message(code, context) + after, context);
     this.lastAnswer = answer;
   }
 }

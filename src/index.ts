@@ -12,6 +12,21 @@ export type { InferOutput, StandardSchemaV1 } from './http/schema.js';
 export type { DataOf, IntentResponse, RequestOptions, RunContext, RunOptions } from './intent/intent.js';
 export { Intent } from './intent/intent.js';
 export { type KeyKind, MAX_KEY_LENGTH } from './intent/keys.js';
+// The framework-free core of UI bindings: `oncely/react` wraps it; Vue, Svelte, Solid use it directly.
+export {
+  IdempotentMutationObserver,
+  type IdempotentMutationOptions,
+  type MutationFnOptions,
+  type RequestContext,
+  type RequestMutationOptions,
+} from './observer/mutation-observer.js';
+export {
+  initialMutationState,
+  type MutationAction,
+  type MutationState,
+  type MutationStatus,
+  reduceMutation,
+} from './observer/reduce-mutation.js';
 export { ietf, type Outcome, type Profile, stripe } from './profiles/profiles.js';
 export { type ProfileName, profiles } from './profiles/registry.js';
 export { ietfBare, ietfBareUnmarked, type ProfileChanges, profileVariant } from './profiles/variants.js';

@@ -93,13 +93,40 @@ describe('useIdempotentMutation', () => {
     expect(latest.data).toEqual({ ...cart, id: 'id_1' });
   });
 
-  it('reset() forgets the intent and claims a new key for a new operation', async () => {
+  it('reset() clears the UI state only: the key stays, and the next mutate() replays', async () => {
+    const store = new MemoryStore();
+    const client = makeClient(store);
+    const { result } = renderHook(() => useIdempotentMutation({ client, intent: NAME, request: pay }));
+    await act(() => result.current.mutateAsync());
+    const key = result.current.key!;
+    act(() => result.current.reset());
+    expect(result.current).toMatchObject({ status: 'idle', isIdle: true, data: undefined, key });
+    expect(await store.get('default', NAME)).toMatchObject({ key, state: 'succeeded' });
+    await act(() => result.current.mutateAsync());
+    expect(result.current).toMatchObject({ status: 'success', key, replayed: true });
+    expect(contract.effects(key)).toBe(1);
+  });
+
+  it('after an unknown outcome, "on error: reset(), mutate()" resumes with the same key: one effect', async () => {
+    contract.inject({ fault: 'drop-after-commit', times: 2, match: { method: 'POST' } });
+    const client = makeClient(new MemoryStore(), { retry: { maxAttempts: 2, baseDelay: 1 } });
+    const { result } = renderHook(() => useIdempotentMutation({ client, intent: NAME, request: pay }));
+    await act(() => result.current.mutateAsync().catch(() => undefined));
+    expect(result.current).toMatchObject({ status: 'unknown', isError: true });
+    const key = result.current.key!;
+    act(() => result.current.reset());
+    await act(() => result.current.mutateAsync());
+    expect(result.current).toMatchObject({ status: 'success', key, replayed: true });
+    expect(contract.effects(key)).toBe(1);
+  });
+
+  it('forget() starts a new operation with a new key once the outcome is known', async () => {
     const store = new MemoryStore();
     const client = makeClient(store);
     const { result } = renderHook(() => useIdempotentMutation({ client, intent: NAME, request: pay }));
     await act(() => result.current.mutateAsync());
     const old = result.current.key!;
-    await act(() => result.current.reset());
+    await act(() => result.current.forget());
     expect(result.current).toMatchObject({ status: 'idle', data: undefined, replayed: undefined });
     expect(result.current.key).toBeDefined();
     expect(result.current.key).not.toBe(old);
@@ -107,6 +134,68 @@ describe('useIdempotentMutation', () => {
     await act(() => result.current.mutateAsync());
     expect(result.current).toMatchObject({ status: 'success', replayed: false });
     expect(contract.effects(result.current.key!)).toBe(1);
+  });
+
+  it('forget() refuses while the outcome is unknown, and forgets with force', async () => {
+    contract.inject({ fault: 'fail-before-commit', status: 503, times: 2, match: { method: 'POST' } });
+    const store = new MemoryStore();
+    const client = makeClient(store, { retry: { maxAttempts: 2, baseDelay: 1 } });
+    const { result } = renderHook(() => useIdempotentMutation({ client, intent: NAME, request: pay }));
+    await act(() => result.current.mutateAsync().catch(() => undefined));
+    const key = result.current.key!;
+    const refused = await result.current.forget().catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(OutcomeUnknownError);
+    expect(refused).toMatchObject({ code: 'OUTCOME_UNKNOWN', key });
+    expect(String(refused)).not.toContain(key);
+    expect(await store.get('default', NAME)).toMatchObject({ key, state: 'unknown' });
+    await act(() => result.current.forget({ force: true }));
+    expect(result.current.key).not.toBe(key);
+    expect(result.current.status).toBe('idle');
+  });
+
+  it('forget() refuses while a call is in flight; force aborts it first', async () => {
+    const store = new MemoryStore();
+    const hang: typeof fetch = (input) =>
+      new Promise((_, reject) => {
+        const { signal } = input as Request;
+        signal.addEventListener('abort', () => reject(signal.reason));
+      });
+    const client = makeClient(store, { fetch: hang });
+    const { result } = renderHook(() =>
+      useIdempotentMutation({
+        client,
+        intent: NAME,
+        request: (_vars, { intent, signal }) => intent.post('payments', { json: cart, signal }),
+      }),
+    );
+    await waitFor(() => expect(result.current.key).toBeDefined());
+    const key = result.current.key!;
+    let call!: Promise<unknown>;
+    act(() => {
+      call = result.current.mutateAsync();
+    });
+    await waitFor(async () => expect((await store.get('default', NAME))?.state).toBe('in_flight'));
+    await expect(result.current.forget()).rejects.toMatchObject({ code: 'OUTCOME_UNKNOWN' });
+    expect(result.current.isPending).toBe(true);
+    await act(() => result.current.forget({ force: true }));
+    await expect(call).rejects.toBeDefined();
+    expect(result.current.key).not.toBe(key);
+    expect(await store.get('default', NAME)).toMatchObject({ key: result.current.key, state: 'ready' });
+  });
+
+  it('a new intent name is a new observer: its own key, the old state left behind', async () => {
+    const store = new MemoryStore();
+    const client = makeClient(store);
+    const { result, rerender } = renderHook(({ intent }) => useIdempotentMutation({ client, intent, request: pay }), {
+      initialProps: { intent: NAME },
+    });
+    await act(() => result.current.mutateAsync());
+    const first = result.current.key!;
+    rerender({ intent: 'checkout:cart_2' });
+    expect(result.current).toMatchObject({ status: 'idle', data: undefined });
+    await waitFor(() => expect(result.current.key).toBeDefined());
+    expect(result.current.key).not.toBe(first);
+    expect(await store.get('default', 'checkout:cart_2')).toMatchObject({ key: result.current.key, state: 'ready' });
   });
 
   it('422 (key reused with another body) → status error with KeyReusedError', async () => {
@@ -130,14 +219,18 @@ describe('useIdempotentMutation', () => {
     const client = makeClient(new MemoryStore(), { retry: { baseDelay: 300 }, random: () => 0.99 });
     const onSuccess = vi.fn();
     const statuses: string[] = [];
+    const pendingWhile: Record<string, boolean> = {};
     const { result } = renderHook(() => {
       const m = useIdempotentMutation({ client, intent: NAME, request: pay, onSuccess });
       if (statuses.at(-1) !== m.status) statuses.push(m.status);
+      if (m.status === 'pending' || m.status === 'retrying') pendingWhile[m.status] = m.isPending;
       return m;
     });
     act(() => result.current.mutate());
     await waitFor(() => expect(result.current.status).toBe('success'));
     expect(statuses).toEqual(['idle', 'pending', 'retrying', 'success']);
+    // isPending covers the retries: a `disabled={isPending}` button stays disabled throughout.
+    expect(pendingWhile).toEqual({ pending: true, retrying: true });
     expect(result.current.attempts).toBe(2);
     expect(onSuccess).toHaveBeenCalledWith({ ...cart, id: 'id_1' }, undefined);
   });
@@ -164,7 +257,7 @@ describe('useIdempotentMutation', () => {
       useIdempotentMutation({
         client,
         intent: NAME,
-        mutationFn: async ({ key, attempt }, amount: number | undefined) => ({ key, attempt, amount }),
+        mutationFn: async (amount: number | undefined, { key, attempt }) => ({ key, attempt, amount }),
       }),
     );
     await waitFor(() => expect(result.current.key).toBeDefined());
@@ -188,7 +281,7 @@ describe('useIdempotentMutation', () => {
         client,
         intent: NAME,
         // The signal must reach the request for abortOnUnmount to cancel it.
-        request: (intent, _vars, { signal }) => intent.post('payments', { json: cart, signal }),
+        request: (_vars, { intent, signal }) => intent.post('payments', { json: cart, signal }),
         abortOnUnmount: true,
       }),
     );
@@ -228,7 +321,7 @@ describe('types', () => {
       useIdempotentMutation({
         client,
         intent: NAME,
-        request: (intent, amount: number | undefined) =>
+        request: (amount: number | undefined, { intent }) =>
           intent.post('payments', { json: { ...cart, amount: amount ?? cart.amount }, schema: Payment }),
       }),
     );
@@ -237,5 +330,7 @@ describe('types', () => {
     expectTypeOf(result.current.status).toEqualTypeOf<
       'idle' | 'pending' | 'retrying' | 'success' | 'error' | 'unknown'
     >();
+    expectTypeOf(result.current.reset).toEqualTypeOf<() => void>();
+    expectTypeOf(result.current.isPending).toEqualTypeOf<boolean>();
   });
 });

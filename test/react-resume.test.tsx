@@ -11,7 +11,7 @@ import {
   type Store,
 } from '../src/index.js';
 import { type UseIdempotentMutationOptions, useIdempotentMutation } from '../src/react/index.js';
-import { buffered, cart, gatedFetch, makeClient, NAME, pay, setupHookContract } from './helpers/react.js';
+import { buffered, cart, gatedFetch, makeClient, NAME, pay, reloaded, setupHookContract } from './helpers/react.js';
 
 const { contract } = setupHookContract();
 
@@ -53,21 +53,6 @@ async function dieInFlight(store: Store): Promise<string> {
   expect(await store.get('default', NAME)).toMatchObject({ key, state: 'in_flight' });
   page.unmount();
   return key;
-}
-
-/**
- * The page after a reload. Its old self still hangs in this process (a real reload would
- * have killed it and freed its Web Lock), so it gets a lock of its own that, like Web Locks,
- * covers the store: no lease to wait out.
- */
-function reloaded(): IntentCoordinator {
-  const lock = new LocalCoordinator();
-  return {
-    exclusive: (scope, name, fn) => lock.exclusive(scope, name, fn),
-    publish() {},
-    subscribe: () => () => {},
-    coversStore: true,
-  };
 }
 
 /** Tabs over one store: one lock per intent across them (like Web Locks), records broadcast to the others. */

@@ -62,12 +62,11 @@ export function Checkout({ client, config }: { client: Client; config: PageConfi
     client,
     intent,
     // Also called with no variables by the automatic resume after a reload: the body comes from the stored cart.
-    request: (checkout, _vars, { signal }) =>
+    request: (_vars, { intent: checkout, signal }) =>
       checkout.post('payments', { json: paymentBody(cart), schema: Payment, signal }),
   });
   const events = useEvents(client, intent);
   const [resetError, setResetError] = useState<string | undefined>();
-  const busy = pay.status === 'pending' || pay.status === 'retrying';
   const message = statusText(pay.status, {
     attempts: pay.attempts,
     replayed: pay.replayed,
@@ -99,7 +98,7 @@ export function Checkout({ client, config }: { client: Client; config: PageConfi
           </label>
           {/* Deliberately never disabled: double clicks are the hook's job (one request in flight). */}
           <button type="button" data-testid="pay" onClick={() => pay.mutate()}>
-            {busy ? 'Paying…' : `Pay ${cart.amount} EUR`}
+            {pay.isPending ? 'Paying…' : `Pay ${cart.amount} EUR`}
           </button>
           <button
             type="button"
@@ -107,7 +106,8 @@ export function Checkout({ client, config }: { client: Client; config: PageConfi
             data-testid="new-order"
             onClick={() => {
               setResetError(undefined);
-              pay.reset().catch((error: unknown) => setResetError(String(error)));
+              // forget() refuses while the outcome is unknown or in flight: a new key could pay twice.
+              pay.forget().catch((error: unknown) => setResetError(String(error)));
             }}
           >
             New order (new key)

@@ -1,10 +1,12 @@
-/** What the page reads from its URL: `?api=http://127.0.0.1:4010&cart=cart_1&account=acct_demo&maxAttempts=8`. */
+/** What the page reads from its URL: `?api=http://127.0.0.1:4010&cart=cart_1&account=acct_demo&maxAttempts=8&ui=tanstack`. */
 export interface PageConfig {
   /** The payments API origin (another origin than the page's: CORS is for real). */
   api: string;
   cartId: string;
   account: string;
   maxAttempts: number;
+  /** `?ui=tanstack`: the TanStack Query page instead of `useIdempotentMutation`. */
+  ui: 'hook' | 'tanstack';
 }
 
 declare global {
@@ -24,5 +26,6 @@ export function readConfig(location: Location = window.location): PageConfig {
     cartId: params.get('cart') ?? 'cart_1',
     account: params.get('account') ?? 'acct_demo',
     maxAttempts: Number.isInteger(maxAttempts) && maxAttempts > 0 ? maxAttempts : 8,
+    ui: params.get('ui') === 'tanstack' ? 'tanstack' : 'hook',
   };
 }

@@ -4,6 +4,7 @@ import { StrictMode } from 'react';
 import { createRoot } from 'react-dom/client';
 import { Checkout } from './checkout.tsx';
 import { readConfig } from './config.ts';
+import { TanstackApp } from './tanstack-checkout.tsx';
 
 const root = createRoot(document.getElementById('root')!);
 
@@ -21,7 +22,11 @@ try {
   Object.assign(window, { oncelyDemo: { client, config } });
   root.render(
     <StrictMode>
-      <Checkout client={client} config={config} />
+      {config.ui === 'tanstack' ? (
+        <TanstackApp client={client} config={config} />
+      ) : (
+        <Checkout client={client} config={config} />
+      )}
     </StrictMode>,
   );
 } catch (error) {

@@ -79,9 +79,9 @@ export async function reportValue<T>(value: T, profile: Profile): Promise<Attemp
     // A value whose getters throw (a proxy) carries no response to read.
   }
   const headers = toHeaders(last?.headers);
-  const status = statusOf(last?.statusCode, last?.status) ?? 200;
-  const replayed = headers !== undefined && isReplay(profile, { status, headers, body: value });
-  return { outcome: 'success', replayed, sent: true, status, value };
+  const status = statusOf(last?.statusCode, last?.status);
+  const replayed = headers !== undefined && isReplay(profile, { status: status ?? 200, headers, body: value });
+  return { outcome: 'success', replayed, sent: true, ...(status ? { status } : {}), value };
 }
 
 /**

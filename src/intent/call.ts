@@ -304,6 +304,10 @@ function announce(h: IntentHandle, verdict: Verdict, end: LoopEnd<unknown>): voi
     case 'not_sent':
       emit(h, { type: 'failure', code: 'NOT_SENT', attempts });
       return;
+    case 'cancelled':
+      if (verdict.state === 'unknown') emit(h, { type: 'unknown', attempts });
+      else emit(h, { type: 'failure', code: 'CANCELLED', attempts });
+      return;
     default:
       if (verdict.state === 'unknown') emit(h, { type: 'unknown', attempts });
   }

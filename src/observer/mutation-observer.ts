@@ -1,44 +1,22 @@
 /**
- * The framework-free core of `oncely/react`: one observer holds the mutation state of one
- * intent outside any UI framework — claim on subscribe, single flight, resume after a
- * reload, other tabs' progress — as a reducer over actions, like TanStack Query's
- * `mutation.ts`. A binding only subscribes and renders `getState()`.
+ * The framework-free core of every UI binding (`oncely/react`, and the Vue, Svelte and Solid
+ * recipes in docs/bindings.md): one observer holds the mutation state of one intent — claim
+ * on subscribe, single flight, resume after a reload, other tabs' progress — as a reducer
+ * over named actions, like TanStack Query's `mutation.ts`. A binding subscribes and renders
+ * `getState()`.
  */
 import type { Client } from '../client.js';
 import { OncelyError, OutcomeUnknownError } from '../errors.js';
 import type { Intent, IntentResponse, RunContext } from '../intent/intent.js';
-import type { IntentRecord, IntentState } from '../store/store.js';
-
-/**
- * `idle`: nothing sent yet. `pending`: a request is on its way (here or in another tab).
- * `retrying`: the core is retrying it. `success` / `error`: settled. `unknown`: sent, but
- * the outcome is not known (budget exhausted, or found after a reload with
- * `resume: 'manual'`); `mutate()` resumes it with the same key.
- */
-export type MutationStatus = 'idle' | 'pending' | 'retrying' | 'success' | 'error' | 'unknown';
-
-export interface MutationState<T> {
-  status: MutationStatus;
-  /**
-   * The response body of this observer's last successful call. `undefined` when the
-   * success was read from the store (after a reload, or from another tab): oncely never
-   * stores bodies. Call `mutate()` again to fetch it as a replay.
-   */
-  data: T | undefined;
-  /**
-   * What the last call threw (`KeyReusedError`, `OutcomeUnknownError`, `HttpError`…).
-   * `undefined` for a failure read from the store; `record.status` has its HTTP status.
-   */
-  error: unknown;
-  /** The idempotency key, as soon as the intent is claimed (a few ms after mount). */
-  key: string | undefined;
-  /** The server answered from its stored result. `undefined` until known (and for `mutationFn`). */
-  replayed: boolean | undefined;
-  /** Attempts of the current or last call; for an outcome read from the store, its stored count. */
-  attempts: number;
-  /** The stored record as last seen: state, attempts, timestamps, last HTTP status. No bodies. */
-  record: IntentRecord | undefined;
-}
+import type { IntentRecord } from '../store/store.js';
+import {
+  initialMutationState,
+  type MutationAction,
+  type MutationState,
+  type MutationStatus,
+  reduceMutation,
+  STATUS_OF,
+} from './reduce-mutation.js';
 
 interface BaseOptions<T, V> {
   /**
@@ -72,86 +50,41 @@ interface BaseOptions<T, V> {
   abortOnUnmount?: boolean;
 }
 
+/** What `request` gets after the variables: the claimed intent and the call's signal. */
+export interface RequestContext {
+  intent: Intent;
+  /** Aborted by `abortOnUnmount`, or by `forget({ force: true })`. Pass it on to the request. */
+  signal: AbortSignal;
+}
+
 /** Sends the request through an `Intent` (its key on every attempt). */
 export interface RequestMutationOptions<T, V> extends BaseOptions<T, V> {
   /**
-   * @example request: (intent, _vars, { signal }) => intent.post('payments', { json: cart, schema: Payment, signal })
+   * `(variables, context)`, in TanStack's order. `variables` is `undefined` on auto-resume.
+   * @example request: (_vars, { intent, signal }) => intent.post('payments', { json: cart, schema: Payment, signal })
    */
-  request: (intent: Intent, variables: V | undefined, context: { signal: AbortSignal }) => Promise<IntentResponse<T>>;
+  request: (variables: V | undefined, context: RequestContext) => Promise<IntentResponse<T>>;
   mutationFn?: never;
 }
 
-/** Runs any transport through `intent.run`: send `key` as the idempotency key yourself. */
+/** Runs any transport through `intent.run`: send `context.key` as the idempotency key yourself. */
 export interface MutationFnOptions<T, V> extends BaseOptions<T, V> {
-  /** @example mutationFn: ({ key }) => stripe.paymentIntents.create(params, { idempotencyKey: key }) */
-  mutationFn: (context: RunContext, variables: V | undefined) => Promise<T>;
+  /**
+   * `(variables, context)`, in TanStack's order; `context` is `intent.run`'s (`key`, `attempt`, `signal`).
+   * @example mutationFn: (params, { key }) => stripe.paymentIntents.create(params, { idempotencyKey: key })
+   */
+  mutationFn: (variables: V | undefined, context: RunContext) => Promise<T>;
   request?: never;
 }
 
 export type IdempotentMutationOptions<T, V = void> = RequestMutationOptions<T, V> | MutationFnOptions<T, V>;
-
-type Action<T> =
-  | { type: 'stored'; record: IntentRecord; status?: MutationStatus }
-  | { type: 'pending' }
-  | { type: 'attempt'; attempt: number; retry: boolean }
-  | { type: 'success'; data: T; replayed: boolean | undefined; attempts: number; record: IntentRecord }
-  | { type: 'error'; error: unknown; status: MutationStatus; attempts: number; record: IntentRecord | undefined }
-  | { type: 'reset' };
-
-const IDLE: MutationState<never> = {
-  status: 'idle',
-  data: undefined,
-  error: undefined,
-  key: undefined,
-  replayed: undefined,
-  attempts: 0,
-  record: undefined,
-};
-
-const STATUS_OF: Record<IntentState, MutationStatus> = {
-  ready: 'idle',
-  in_flight: 'pending',
-  succeeded: 'success',
-  failed: 'error',
-  unknown: 'unknown',
-};
-
-/** The state machine: pure, one action at a time. */
-export function reduceMutation<T>(state: MutationState<T>, action: Action<T>): MutationState<T> {
-  switch (action.type) {
-    case 'stored': {
-      const { record, status } = action;
-      const same = record.key === state.key && (status === undefined || status === state.status);
-      if (same && record === state.record) return state;
-      if (same) return { ...state, record };
-      if (status === undefined) return { ...IDLE, status: state.status, key: record.key, record };
-      return { ...IDLE, status, key: record.key, attempts: record.attempts, record };
-    }
-    case 'pending':
-      return { ...IDLE, status: 'pending', key: state.key, record: state.record };
-    case 'attempt':
-      if (state.status !== 'pending' && state.status !== 'retrying') return state;
-      return { ...state, status: action.retry ? 'retrying' : state.status, attempts: action.attempt };
-    case 'success': {
-      const { data, replayed, attempts, record } = action;
-      return { ...IDLE, status: 'success', data, replayed, attempts, key: record.key, record };
-    }
-    case 'error': {
-      const { error, status, attempts } = action;
-      const record = action.record ?? state.record;
-      return { ...IDLE, status, error, attempts, key: record?.key ?? state.key, record };
-    }
-    case 'reset':
-      return IDLE;
-  }
-}
 
 const noop = () => {};
 
 /** Holds one intent's mutation state; subscribe to it from any UI framework. */
 export class IdempotentMutationObserver<T = unknown, V = void> {
   #options: IdempotentMutationOptions<T, V>;
-  #state: MutationState<T> = IDLE;
+  #state: MutationState<T> = initialMutationState;
   readonly #listeners = new Set<() => void>();
   #claim: Promise<Intent> | undefined;
   #current: Promise<T> | undefined;
@@ -162,6 +95,14 @@ export class IdempotentMutationObserver<T = unknown, V = void> {
 
   constructor(options: IdempotentMutationOptions<T, V>) {
     this.#options = options;
+  }
+
+  /** The client and intent name this observer was made for (a binding makes a new one when they change). */
+  get client(): Client {
+    return this.#options.client;
+  }
+  get intent(): string {
+    return this.#options.intent;
   }
 
   /** Takes new callbacks and request function; `client` and `intent` are fixed per observer. */
@@ -197,16 +138,48 @@ export class IdempotentMutationObserver<T = unknown, V = void> {
     return this.#current;
   };
 
-  /** Forgets the intent (`intent.reset()`) and claims a new key for a new operation. */
-  reset = async (): Promise<void> => {
-    await (await this.#intent()).reset();
-    this.#claim = undefined;
+  /**
+   * Clears what the UI shows (data, error, status back to `idle`), as TanStack's `reset()`
+   * does. The key stays: the next `mutate()` resumes the same operation, so an unknown
+   * outcome is resumed and a succeeded one replayed, never paid twice. A call on its way
+   * keeps showing as pending.
+   */
+  reset = (): void => {
     this.#dispatch({ type: 'reset' });
-    const intent = await this.#intent();
-    this.#dispatch({ type: 'stored', record: intent.record, status: 'idle' });
   };
 
-  #dispatch(action: Action<T>): void {
+  /**
+   * Forgets the intent (`intent.reset()`) and claims a new key: a new operation, like a new
+   * order after a paid one. Rejects with `OutcomeUnknownError` while the outcome is not
+   * known — a call in flight here or in another tab, or an `unknown` intent — because a
+   * new key would then pay twice. `force: true` aborts this observer's call, waits for it,
+   * and forgets anyway: only after reconciling (e.g. you looked the payment up by `key`).
+   */
+  forget = async ({ force = false }: { force?: boolean } = {}): Promise<void> => {
+    if (this.#current) {
+      if (!force) throw this.#refusal('a call of this intent is in flight');
+      this.#controller?.abort(new DOMException('forget({ force: true }) abandoned the call.', 'AbortError'));
+      await this.#current.catch(noop);
+    }
+    const intent = await this.#intent();
+    const { state } = await intent.refresh();
+    if (!force && (state === 'in_flight' || state === 'unknown'))
+      throw this.#refusal(state === 'unknown' ? 'its outcome is unknown' : 'it is being sent (maybe in another tab)');
+    await intent.reset();
+    this.#claim = undefined;
+    this.#dispatch({ type: 'forgotten' });
+    const next = await this.#intent();
+    this.#dispatch({ type: 'stored', record: next.record, status: 'idle' });
+  };
+
+  #refusal(why: string): OutcomeUnknownError {
+    const { client, intent } = this.#options;
+    const { key, attempts } = this.#state;
+    const message = `Not forgetting intent "${intent}": ${why}, and a new key could make the operation take effect twice. Resume it with mutate(), or reconcile it and call forget({ force: true }).`;
+    return new OutcomeUnknownError({ intent, scope: client.scope, key, attempts }, 'OUTCOME_UNKNOWN', message);
+  }
+
+  #dispatch(action: MutationAction<T>): void {
     const next = reduceMutation(this.#state, action);
     if (next === this.#state) return;
     this.#state = next;
@@ -308,9 +281,9 @@ export class IdempotentMutationObserver<T = unknown, V = void> {
       const { signal } = controller;
       let replayed: boolean | undefined;
       let attempts = 0;
-      if (request) ({ data, replayed, attempts } = await request(intent, variables, { signal }));
+      if (request) ({ data, replayed, attempts } = await request(variables, { intent, signal }));
       else {
-        data = await intent.run((ctx) => mutationFn(ctx, variables), { signal });
+        data = await intent.run((ctx) => mutationFn(variables, ctx), { signal });
         attempts = this.#state.attempts;
       }
       this.#dispatch({ type: 'success', data, replayed, attempts, record: intent.record });

@@ -1,17 +1,22 @@
 /**
  * `oncely/react`: {@link useIdempotentMutation}, a thin binding over the framework-free
- * {@link IdempotentMutationObserver}. React is an optional peer dependency; only this
- * entry imports it.
+ * {@link IdempotentMutationObserver} (exported from `oncely` itself too). React is an
+ * optional peer dependency; only this entry imports it.
  */
 export {
   IdempotentMutationObserver,
   type IdempotentMutationOptions,
   type MutationFnOptions,
+  type RequestContext,
+  type RequestMutationOptions,
+} from '../observer/mutation-observer.js';
+export {
+  initialMutationState,
+  type MutationAction,
   type MutationState,
   type MutationStatus,
-  type RequestMutationOptions,
   reduceMutation,
-} from '../observer/mutation-observer.js';
+} from '../observer/reduce-mutation.js';
 export {
   type UseIdempotentMutationOptions,
   type UseIdempotentMutationResult,

@@ -1,9 +1,6 @@
-import { useEffect, useMemo, useSyncExternalStore } from 'react';
-import {
-  IdempotentMutationObserver,
-  type IdempotentMutationOptions,
-  type MutationState,
-} from '../observer/mutation-observer.js';
+import { useEffect, useState, useSyncExternalStore } from 'react';
+import { IdempotentMutationObserver, type IdempotentMutationOptions } from '../observer/mutation-observer.js';
+import type { MutationState } from '../observer/reduce-mutation.js';
 
 export type UseIdempotentMutationOptions<T, V = void> = IdempotentMutationOptions<T, V>;
 
@@ -12,8 +9,13 @@ export interface UseIdempotentMutationResult<T, V = void> extends MutationState<
   mutate: (variables?: V) => void;
   /** Like `mutate`, returning the call's promise: the same one for every click while pending. */
   mutateAsync: (variables?: V) => Promise<T>;
-  /** Forgets the intent and claims a new key, for a new operation. Rejects while a call is in flight. */
-  reset: () => Promise<void>;
+  /** Clears the UI state (TanStack's `reset()`); the key stays, so the next `mutate()` cannot pay twice. */
+  reset: () => void;
+  /**
+   * Forgets the intent and claims a new key, for a new operation. Rejects while the outcome
+   * is unknown or in flight; `{ force: true }` only after reconciling.
+   */
+  forget: (options?: { force?: boolean }) => Promise<void>;
 }
 
 /**
@@ -30,17 +32,22 @@ export interface UseIdempotentMutationResult<T, V = void> extends MutationState<
  *   client: api,
  *   intent: `checkout:${cart.id}`,
  *   // Auto-resume calls this with no variables after a reload: build it from component state.
- *   request: (intent, _vars, { signal }) => intent.post('payments', { json: cart, schema: Payment, signal }),
+ *   request: (_vars, { intent, signal }) => intent.post('payments', { json: cart, schema: Payment, signal }),
  * });
- * <button onClick={() => pay.mutate()}>Pay</button> // a double click still sends once
+ * <button onClick={() => pay.mutate()} disabled={pay.isPending}>Pay</button>
  */
 export function useIdempotentMutation<T, V = void>(
   options: UseIdempotentMutationOptions<T, V>,
 ): UseIdempotentMutationResult<T, V> {
-  const { client, intent } = options;
-  // One observer per (client, intent); later options arrive through setOptions.
-  const observer = useMemo(() => new IdempotentMutationObserver<T, V>(options), [client, intent]);
+  const [stored, setObserver] = useState(() => new IdempotentMutationObserver<T, V>(options));
+  // One observer per (client, intent): a new pair is a new observer, adopted during render.
+  let observer = stored;
+  if (stored.client !== options.client || stored.intent !== options.intent) {
+    observer = new IdempotentMutationObserver<T, V>(options);
+    setObserver(observer);
+  }
   useEffect(() => observer.setOptions(options));
   const state = useSyncExternalStore(observer.subscribe, observer.getState, observer.getState);
-  return { ...state, mutate: observer.mutate, mutateAsync: observer.mutateAsync, reset: observer.reset };
+  const { mutate, mutateAsync, reset, forget } = observer;
+  return { ...state, mutate, mutateAsync, reset, forget };
 }

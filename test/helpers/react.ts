@@ -1,7 +1,14 @@
 import { cleanup } from '@testing-library/react';
 import { setupServer } from 'msw/node';
 import { afterAll, afterEach, beforeAll } from 'vitest';
-import { type ClientOptions, createClient, type Intent, type Store } from '../../src/index.js';
+import {
+  type ClientOptions,
+  createClient,
+  type Intent,
+  type IntentCoordinator,
+  LocalCoordinator,
+  type Store,
+} from '../../src/index.js';
 import { createContractServer } from '../../src/mock/index.js';
 import { mswHandlers } from '../../src/mock/msw.js';
 
@@ -32,7 +39,8 @@ export const makeClient = (store: Store, options: Partial<ClientOptions> = {}) =
   createClient({ baseUrl: 'https://api.test/', store, fetch: buffered, retry: { baseDelay: 1 }, ...options });
 
 export const cart = { amount: 4200, currency: 'EUR' };
-export const pay = (intent: Intent) => intent.post('payments', { json: cart });
+/** The request of the hook tests, in `request`'s `(variables, { intent })` order. */
+export const pay = (_vars: unknown, { intent }: { intent: Intent }) => intent.post('payments', { json: cart });
 export const NAME = 'checkout:cart_1';
 
 /** A fetch whose responses wait for `release()` (the server has already answered). */
@@ -47,4 +55,19 @@ export function gatedFetch() {
     return res;
   };
   return { fetch, release };
+}
+
+/**
+ * The coordinator of a page after a reload. Its old self still hangs in this process (a
+ * real reload would have killed it and freed its Web Lock), so it gets a lock of its own
+ * that, like Web Locks, covers the store: no lease to wait out.
+ */
+export function reloaded(): IntentCoordinator {
+  const lock = new LocalCoordinator();
+  return {
+    exclusive: (scope, name, fn) => lock.exclusive(scope, name, fn),
+    publish() {},
+    subscribe: () => () => {},
+    coversStore: true,
+  };
 }

@@ -1,0 +1,120 @@
+/**
+ * Mutation options for TanStack Query 5 whose mutationFn sends under an oncely intent. The
+ * intent name is derived from the variables, because after a reload the variables are all
+ * TanStack restores: a resumed mutation finds the same intent, so the same key.
+ */
+import type {
+  DefaultError,
+  Mutation,
+  MutationFunctionContext,
+  MutationKey,
+  MutationMeta,
+  MutationOptions,
+  QueryClient,
+} from '@tanstack/query-core';
+import type { Client } from '../client.js';
+import type { Intent } from '../intent/intent.js';
+
+/** TanStack's mutationFn context, plus the claimed intent. */
+export interface IdempotentMutationContext extends MutationFunctionContext {
+  intent: Intent;
+}
+
+export interface IdempotentMutationConfig<T, V, C = unknown>
+  extends Omit<MutationOptions<T, DefaultError, V, C>, 'mutationFn' | 'mutationKey' | 'retry' | 'retryDelay'> {
+  /** The oncely client whose store holds the keys. */
+  client: Client;
+  /**
+   * Required: a restored mutation finds its mutationFn through
+   * `queryClient.setMutationDefaults(mutationKey, options)`.
+   * @example ['checkout']
+   */
+  mutationKey: MutationKey;
+  /**
+   * The intent name of these variables: one name per user operation. Keep what it reads in
+   * the variables (TanStack persists them; functions and closures are lost on reload).
+   * @example (vars) => `checkout:${vars.cartId}`
+   */
+  intent: (variables: V) => string;
+  /**
+   * Sends through `context.intent` (`intent.post(…)`, or `intent.run(…)` for another
+   * transport). Called again with the same variables when a mutation is resumed.
+   * @example (vars, { intent }) => intent.post('payments', { json: vars.body, schema: Payment })
+   */
+  mutationFn: (variables: V, context: IdempotentMutationContext) => Promise<T>;
+}
+
+/** Options for `useMutation` and `setMutationDefaults`, plus `claim`. */
+export type IdempotentMutationOptions<T, V, C = unknown> = MutationOptions<T, DefaultError, V, C> & {
+  mutationKey: MutationKey;
+  mutationFn: NonNullable<MutationOptions<T, DefaultError, V, C>['mutationFn']>;
+  /** oncely retries, with the same key and one budget; TanStack's retries would multiply it. */
+  retry: 0;
+  /**
+   * Claims the intent of these variables (mints and stores its key, or finds it). Call it
+   * when the intent forms, e.g. on mount, so the key is durable before the click.
+   */
+  claim: (variables: V) => Promise<Intent>;
+};
+
+/** Marks oncely's mutations in `meta` (persisted with them), so a restored one is recognised. */
+const MARK = 'oncely';
+
+/**
+ * Turns an oncely intent into TanStack mutation options.
+ *
+ * @example
+ * const payment = idempotentMutationOptions({
+ *   client: api,
+ *   mutationKey: ['checkout'],
+ *   intent: (vars: { cartId: string; body: PaymentBody }) => `checkout:${vars.cartId}`,
+ *   mutationFn: (vars, { intent }) => intent.post('payments', { json: vars.body, schema: Payment }),
+ * });
+ * queryClient.setMutationDefaults(payment.mutationKey, payment); // before restoring a persisted client
+ * // in the component:
+ * useEffect(() => void payment.claim(vars), [cart.id]);
+ * const pay = useMutation(payment);
+ */
+export function idempotentMutationOptions<T, V, C = unknown>(
+  config: IdempotentMutationConfig<T, V, C>,
+): IdempotentMutationOptions<T, V, C> {
+  const { client, intent: nameOf, mutationFn, meta, ...rest } = config;
+  const claim = (variables: V) => client.intent(nameOf(variables));
+  return {
+    ...rest,
+    meta: { ...meta, [MARK]: true } as MutationMeta,
+    retry: 0,
+    claim,
+    mutationFn: async (variables, context) => mutationFn(variables, { ...context, intent: await claim(variables) }),
+  };
+}
+
+/** Structural, so a second copy of query-core (e.g. one nested under a persister) fits too. */
+interface MutationLike {
+  state: Pick<Mutation['state'], 'isPaused' | 'status'>;
+  options: { meta?: MutationMeta };
+}
+
+/** True for a mutation made from {@link idempotentMutationOptions} (restored ones included). */
+export const isIdempotentMutation = (mutation: MutationLike): boolean => mutation.options.meta?.[MARK] === true;
+
+/**
+ * `dehydrateOptions.shouldDehydrateMutation` for `persistQueryClient`: TanStack's default
+ * (paused mutations) plus oncely mutations still pending, so a reload mid-flight resumes them.
+ */
+export const shouldDehydrateMutation = (mutation: MutationLike): boolean =>
+  mutation.state.isPaused || (mutation.state.status === 'pending' && isIdempotentMutation(mutation));
+
+/**
+ * After a persisted client is restored (`PersistQueryClientProvider`'s `onSuccess`): resumes
+ * the paused mutations, as `resumePausedMutations()` does, and the oncely mutations that were
+ * in flight when the page went away, each with its variables and so its key. Call it once,
+ * right after restoring.
+ */
+export function resumeMutations(queryClient: QueryClient): Promise<unknown> {
+  const inFlight = queryClient
+    .getMutationCache()
+    .getAll()
+    .filter((m) => !m.state.isPaused && m.state.status === 'pending' && isIdempotentMutation(m));
+  return Promise.all([queryClient.resumePausedMutations(), ...inFlight.map((m) => m.continue().catch(() => {}))]);
+}
