@@ -28,7 +28,10 @@ export interface PoolLike extends Queryable {
   connect(): Promise<Queryable & { release(error?: Error | boolean): void }>;
 }
 
-export const isPool = (db: Queryable): db is PoolLike => typeof (db as Partial<PoolLike>).connect === 'function';
+/** A pool hands out clients; a `Client` and a `PoolClient` have `connect` too, but no counts. */
+export const isPool = (db: Queryable): db is PoolLike =>
+  typeof (db as Partial<PoolLike>).connect === 'function' &&
+  typeof (db as { totalCount?: unknown }).totalCount === 'number';
 
 /** SQLSTATE of a missing table: the schema was never migrated. */
 const UNDEFINED_TABLE = '42P01';

@@ -59,11 +59,15 @@ export async function takePending(
   const result = await store.query(
     {
       name: 'oncely_take_pending',
-      text: `UPDATE oncely_intents SET worker_owner = $2, worker_until = $3
-             WHERE scope = $1 AND ${PENDING} AND ${DUE} AND name IN (
+      // A materialised CTE runs once: an IN (subquery … LIMIT) may be re-run by a join and take more.
+      text: `WITH due AS MATERIALIZED (
                SELECT name FROM oncely_intents WHERE scope = $1 AND ${PENDING} AND ${DUE}
                ORDER BY updated_at LIMIT $6 FOR UPDATE SKIP LOCKED)
-             RETURNING ${RECORD_COLUMNS}`,
+             UPDATE oncely_intents t SET worker_owner = $2, worker_until = $3
+             FROM due WHERE t.scope = $1 AND t.name = due.name
+             RETURNING ${RECORD_COLUMNS.split(', ')
+               .map((column) => `t.${column}`)
+               .join(', ')}`,
       values: [
         scope,
         options.owner,

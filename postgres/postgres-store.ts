@@ -235,8 +235,8 @@ export class PostgresStore implements Store {
     for (;;) {
       const result = await this.query(
         {
-          text: `DELETE FROM oncely_intents WHERE scope = $1 AND name IN
-                   (SELECT name FROM oncely_intents WHERE scope = $1 LIMIT ${SWEEP_BATCH})`,
+          text: `WITH batch AS MATERIALIZED (SELECT name FROM oncely_intents WHERE scope = $1 LIMIT ${SWEEP_BATCH} FOR UPDATE)
+                 DELETE FROM oncely_intents t USING batch WHERE t.scope = $1 AND t.name = batch.name`,
           values: [scope],
         },
         'clear a scope',
@@ -262,9 +262,11 @@ export class PostgresStore implements Store {
       const result = await this.query(
         {
           name: 'oncely_sweep',
-          text: `DELETE FROM oncely_intents WHERE scope = $1 AND ${SWEEPABLE} AND sweep_after < $2 AND name IN
-                   (SELECT name FROM oncely_intents WHERE scope = $1 AND ${SWEEPABLE} AND sweep_after < $2
-                    ORDER BY sweep_after LIMIT $3 FOR UPDATE SKIP LOCKED)`,
+          // A materialised CTE runs once: an IN (subquery … LIMIT) may be re-run by a join and delete more.
+          text: `WITH due AS MATERIALIZED (
+                   SELECT name FROM oncely_intents WHERE scope = $1 AND ${SWEEPABLE} AND sweep_after < $2
+                   ORDER BY sweep_after LIMIT $3 FOR UPDATE SKIP LOCKED)
+                 DELETE FROM oncely_intents t USING due WHERE t.scope = $1 AND t.name = due.name`,
           values: [scope, now, batch],
         },
         'sweep intents',

@@ -72,10 +72,11 @@ export async function drainOnce(options: WorkerOptions, signal?: AbortSignal): P
   signal?.addEventListener('abort', abort, { once: true });
   const held = new Set(taken.map((item) => item.record.name));
   const heartbeat = setInterval(() => {
-    extendPending(store, scope, [...held], owner, now() + leaseMs).then(
+    const asked = [...held];
+    extendPending(store, scope, asked, owner, now() + leaseMs).then(
       (kept) => {
-        // Another worker took one over (our lease lapsed): stop the handlers.
-        if (kept.length < held.size) lost.abort(new Error('worker lease lost'));
+        // Our lease lapsed and another worker may have taken one over: stop the handlers.
+        if (asked.some((name) => held.has(name) && !kept.includes(name))) lost.abort(new Error('worker lease lost'));
       },
       (error) => onError(error),
     );
@@ -148,7 +149,14 @@ export function startWorker(options: WorkerOptions): Worker {
       if (report) for (const resolve of idleWaiters.splice(0)) resolve();
       await new Promise((resolve) => {
         const timer = setTimeout(resolve, options.interval ?? 1_000);
-        controller.signal.addEventListener('abort', () => (clearTimeout(timer), resolve(undefined)), { once: true });
+        controller.signal.addEventListener(
+          'abort',
+          () => {
+            clearTimeout(timer);
+            resolve(undefined);
+          },
+          { once: true },
+        );
       });
     }
   })();
