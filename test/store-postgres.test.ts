@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { releasePending, takePending } from '../postgres/pending.js';
 import { PostgresStore } from '../postgres/postgres-store.js';
+import { settleIntent } from '../postgres/reconcile.js';
+import { drainOnce } from '../postgres/worker.js';
 import { InvalidArgumentError, InvalidKeyError, StoreError } from '../src/errors.js';
 import { useTestDatabase } from './postgres/database.js';
 import { intentRecord, runStoreConformance } from './store-conformance.js';
@@ -220,5 +223,81 @@ describe('PostgresStore: bounded sweeps', () => {
        SELECT 'u1', 'n' || i, 'k' || i, 'failed', 1, 0, 0, 1 FROM generate_series(1, 2500) AS i`,
     );
     expect(await new PostgresStore({ pool: db.admin }).sweep('u1', 10)).toBe(2500);
+  });
+});
+
+describe('PostgresStore: the worker queue', () => {
+  const NOW = 1_700_000_100_000;
+
+  it('takes ready, lease-expired in_flight and unknown intents once, under a worker lease', async () => {
+    await db.reset();
+    const store = new PostgresStore({ pool: db.pool({ max: 4 }) });
+    const old = { createdAt: NOW - 60_000, updatedAt: NOW - 60_000, ttl: 3_600_000 };
+    await store.claim(intentRecord('q', 'ready-old', old));
+    await store.claim(intentRecord('q', 'ready-new', { ...old, updatedAt: NOW - 1_000 }));
+    await store.claim(
+      intentRecord('q', 'flight-dead', { ...old, state: 'in_flight', lease: { owner: 'x', until: NOW - 1 } }),
+    );
+    await store.claim(
+      intentRecord('q', 'flight-live', { ...old, state: 'in_flight', lease: { owner: 'x', until: NOW + 10_000 } }),
+    );
+    await store.claim(intentRecord('q', 'unknown', { ...old, state: 'unknown' }));
+    await store.claim(intentRecord('q', 'done', { ...old, state: 'succeeded' }));
+    await store.claim(intentRecord('other', 'ready-old', old));
+    const take = (owner: string, now = NOW) =>
+      takePending(store, 'q', { owner, now, idleAfter: 10_000, leaseMs: 5_000 });
+    const [a, b] = await Promise.all([take('a'), take('b')]);
+    const names = [...a!, ...b!].map((item) => item.record.name).sort();
+    expect(names).toEqual(['flight-dead', 'ready-old', 'unknown']);
+    expect(await take('c', NOW + 4_000)).toEqual([]);
+    // Released with a retry time: nobody takes it before then.
+    const first = [...a!, ...b!][0]!;
+    const holder = a!.includes(first) ? 'a' : 'b';
+    await releasePending(store, 'q', first.record.name, holder, NOW + 20_000);
+    expect(await take('c', NOW + 5_001)).toHaveLength(2);
+    expect((await take('d', NOW + 20_001)).map((item) => item.record.name)).toContain(first.record.name);
+  });
+
+  it('marks sent intents past their retention as expired, to be reconciled rather than resent', async () => {
+    await db.reset();
+    const store = new PostgresStore({ pool: db.admin });
+    await store.claim(
+      intentRecord('q', 'stale', { state: 'unknown', createdAt: NOW - 90_000, updatedAt: NOW - 90_000, ttl: 60_000 }),
+    );
+    const [item] = await takePending(store, 'q', { owner: 'w', now: NOW, idleAfter: 0 });
+    expect(item).toMatchObject({ expired: true, record: { name: 'stale' } });
+  });
+
+  it('settleIntent: settles a pending intent that still has the key; succeeded never becomes failed', async () => {
+    await db.reset();
+    const store = new PostgresStore({ pool: db.admin });
+    await store.claim(intentRecord('q', 'p', { key: 'k1', state: 'unknown', lease: { owner: 'x', until: 5 } }));
+    expect(await settleIntent(store, 'q', 'p', { key: 'other', outcome: 'succeeded' })).toBeUndefined();
+    const settled = await settleIntent(store, 'q', 'p', { key: 'k1', outcome: 'succeeded', status: 201, now: NOW });
+    expect(settled).toMatchObject({ state: 'succeeded', status: 201, updatedAt: NOW });
+    expect(settled?.lease).toBeUndefined();
+    await expect(settleIntent(store, 'q', 'p', { key: 'k1', outcome: 'failed' })).rejects.toBeInstanceOf(
+      InvalidArgumentError,
+    );
+    expect((await store.get('q', 'p'))?.state).toBe('succeeded');
+  });
+
+  it('drainOnce hands expired intents to reconcile and settles them', async () => {
+    await db.reset();
+    const store = new PostgresStore({ pool: db.admin });
+    await store.claim(intentRecord('q', 'stale', { state: 'unknown', createdAt: 0, updatedAt: 0, ttl: 1 }));
+    const resent: string[] = [];
+    const report = await drainOnce({
+      store,
+      scope: 'q',
+      idleAfter: 0,
+      resend: async (record) => {
+        resent.push(record.name);
+      },
+      reconcile: async () => 'failed',
+    });
+    expect(report).toEqual({ taken: 1, settled: 1, deferred: 0 });
+    expect(resent).toEqual([]);
+    expect((await store.get('q', 'stale'))?.state).toBe('failed');
   });
 });
