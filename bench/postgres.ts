@@ -1,0 +1,188 @@
+/**
+ * PostgresStore bench, on its own throwaway cluster (PostgreSQL 15, unix socket, default
+ * durability: fsync on, synchronous_commit on). A report, never a test.
+ *
+ *   npm run build && node bench/postgres.ts [--quick]
+ *
+ * Rows (ratios against baselines measured in the same run, interleaved rounds):
+ * claims vs a raw `INSERT … ON CONFLICT DO NOTHING RETURNING` on the same pool (seq, c=64);
+ * relaxed claims; POST via PostgresStore vs bare ky + one raw INSERT per request (c=64);
+ * claim latency with 1M vs 1k stored; one bounded sweep batch with 1M stored.
+ */
+import { randomUUID } from 'node:crypto';
+import ky from 'ky';
+import { createClient } from 'oncely';
+import { PostgresStore } from 'oncely/postgres';
+import pg from 'pg';
+import { startCluster } from '../test/postgres/cluster.ts';
+import { startServer } from './server-process.ts';
+import { fmtRatio, median, quantile, type Spread, spread } from './stats.ts';
+
+const quick = process.argv.includes('--quick');
+const ROUNDS = quick ? 3 : 5;
+const SECONDS = quick ? 1 : 2;
+const cluster = await startCluster();
+const pool = new pg.Pool({ host: cluster.host, port: cluster.port, user: 'postgres', database: 'postgres', max: 16 });
+pool.on('error', () => undefined);
+const store = new PostgresStore({ pool });
+await store.migrate();
+
+const rawInsert = (name: string) =>
+  pool.query({
+    name: 'raw_insert',
+    text: `INSERT INTO oncely_intents (scope, name, key, state, attempts, created_at, updated_at)
+           VALUES ($1, $2, $3, 'ready', 0, $4, $4) ON CONFLICT (scope, name) DO NOTHING RETURNING version`,
+    values: ['raw', name, randomUUID(), Date.now()],
+  });
+const claim = (durability: 'strict' | 'relaxed') => (name: string) => {
+  const now = Date.now();
+  return store.claim(
+    { v: 1, scope: 'store', name, key: randomUUID(), state: 'ready', attempts: 0, createdAt: now, updatedAt: now },
+    { durability },
+  );
+};
+
+/** Operations per second of `op` over `concurrency` loops for SECONDS. */
+async function rate(op: (name: string) => Promise<unknown>, concurrency: number): Promise<number> {
+  let done = 0;
+  const until = performance.now() + SECONDS * 1000;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (performance.now() < until) await op(`n-${randomUUID()}`).then(() => done++);
+    }),
+  );
+  return done / ((performance.now() - started) / 1000);
+}
+
+/** Interleaved rounds; each variant's rate per round, and the ratios to the first. */
+async function compare(variants: Record<string, () => Promise<number>>) {
+  const rates: Record<string, number[]> = Object.fromEntries(Object.keys(variants).map((k) => [k, []]));
+  for (let round = 0; round < ROUNDS; round++)
+    for (const [name, run] of Object.entries(variants)) rates[name]!.push(await run());
+  const [base] = Object.keys(variants);
+  return Object.fromEntries(
+    Object.entries(rates).map(([name, values]) => [
+      name,
+      { perSecond: Math.round(median(values)), ratio: spread(values.map((v, i) => v / rates[base!]![i]!)) },
+    ]),
+  );
+}
+
+const rows: string[] = [];
+const row = (measure: string, figure: string, detail: string) => {
+  rows.push(`| ${measure} | ${figure} | ${detail} |`);
+  process.stderr.write(`${measure}: ${figure} (${detail})\n`);
+};
+const pct = (s: { median: number; min: number; max: number }) =>
+  `${(s.median * 100).toFixed(0)} % (${(s.min * 100).toFixed(0)}–${(s.max * 100).toFixed(0)})`;
+
+for (const c of [1, 64]) {
+  const r = await compare({
+    raw: () => rate(rawInsert, c),
+    strict: () => rate(claim('strict'), c),
+    relaxed: () => rate(claim('relaxed'), c),
+  });
+  row(
+    `claims c=${c} / raw INSERT … ON CONFLICT`,
+    pct(r.strict!.ratio),
+    `${r.strict!.perSecond}/s vs ${r.raw!.perSecond}/s raw; target ≥ 80 %`,
+  );
+  row(
+    `relaxed claims c=${c} / raw INSERT`,
+    pct(r.relaxed!.ratio),
+    `${r.relaxed!.perSecond}/s (synchronous_commit = off per statement)`,
+  );
+}
+
+// POST end to end at c=64: bare ky + one raw INSERT vs an oncely intent over PostgresStore.
+const server = await startServer();
+const bare = ky.create({ retry: 0 });
+const api = createClient({ baseUrl: server.baseUrl, scope: 'post', store });
+const post = await compare({
+  bare: () =>
+    rate((name) => rawInsert(name).then(() => bare.post(`${server.baseUrl}ok`, { json: { amount: 1999 } }).json()), 64),
+  oncely: () => rate((name) => api.intent(name).then((intent) => intent.post('ok', { json: { amount: 1999 } })), 64),
+});
+row(
+  'POST via PostgresStore / bare ky + 1 raw INSERT, c=64',
+  fmtRatio(invert(post.oncely!.ratio)),
+  `${post.oncely!.perSecond}/s vs ${post.bare!.perSecond}/s; target ≤ 1.2×`,
+);
+await server.close();
+
+function invert(s: Spread): Spread {
+  return { ...s, median: 1 / s.median, min: 1 / s.max, max: 1 / s.min };
+}
+
+/** p50 latency (ms) of sequential strict claims into a scope that already holds the rows. */
+async function claimLatency(samples: number): Promise<{ p50: number; p90: number }> {
+  const times: number[] = [];
+  for (let i = 0; i < samples; i++) {
+    const start = performance.now();
+    await claim('strict')(`lat-${randomUUID()}`);
+    times.push(performance.now() - start);
+  }
+  return { p50: quantile(times, 0.5), p90: quantile(times, 0.9) };
+}
+
+async function seed(total: number) {
+  await pool.query('TRUNCATE oncely_intents');
+  // Half settled long ago (sweepable), half recent; spread over 100 scopes plus 'store'.
+  await pool.query(
+    `INSERT INTO oncely_intents (scope, name, key, state, attempts, created_at, updated_at, ttl)
+     SELECT CASE WHEN i % 2 = 0 THEN 'store' ELSE 's' || (i % 100) END, 'seed-' || i, 'k-' || i,
+            CASE WHEN i % 4 = 0 THEN 'succeeded' ELSE 'in_flight' END, 1, $2, $2, 86400000
+     FROM generate_series(1, $1) AS i`,
+    [total, Date.now() - 2 * 86_400_000],
+  );
+  await pool.query('VACUUM ANALYZE oncely_intents');
+  await pool.query('CHECKPOINT'); // so that the seeding's writes are not flushed during the samples
+}
+
+const samples = quick ? 500 : 2000;
+await seed(1_000);
+const small = [await claimLatency(samples)];
+await seed(1_000_000);
+const large = [await claimLatency(samples)];
+await seed(1_000);
+small.push(await claimLatency(samples));
+await seed(1_000_000);
+large.push(await claimLatency(samples));
+const ratios = large.map((l, i) => l.p50 / small[i]!.p50);
+row(
+  'claim latency 1M / 1k stored (p50)',
+  `${median(ratios).toFixed(2)}× (${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)})`,
+  `p50 ${large.map((l) => l.p50.toFixed(3)).join('/')} ms vs ${small.map((s) => s.p50.toFixed(3)).join('/')} ms; target ≤ 1.2×`,
+);
+
+// Sweep with 1M stored (250k due in scope 'store'): bounded batches of 1,000.
+const plan = await pool.query(
+  `EXPLAIN SELECT name FROM oncely_intents WHERE scope = 'store' AND state IN ('succeeded', 'failed', 'ready')
+   AND sweep_after < ${Date.now()} ORDER BY sweep_after LIMIT 1000 FOR UPDATE SKIP LOCKED`,
+);
+const batches: number[] = [];
+for (let i = 0; i < (quick ? 10 : 40); i++) {
+  const start = performance.now();
+  const removed = await store.sweep('store', Date.now(), { limit: 1000 });
+  batches.push(performance.now() - start);
+  if (removed < 1000) break;
+}
+const usesIndex = plan.rows.some((r) => String(r['QUERY PLAN']).includes('oncely_intents_sweep'));
+row(
+  'sweep batch of 1,000 with 1M stored',
+  `${median(batches).toFixed(1)} ms p50`,
+  `max ${Math.max(...batches).toFixed(1)} ms over ${batches.length} batches; plan uses oncely_intents_sweep: ${usesIndex}`,
+);
+
+console.log('| measure | figure | detail |\n|---|---|---|');
+console.log(rows.join('\n'));
+console.log(
+  `load average ${(await import('node:os'))
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')}`,
+);
+await api.close().catch(() => undefined);
+await pool.end();
+await cluster.stop();

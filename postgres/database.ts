@@ -1,0 +1,61 @@
+/**
+ * What oncely needs from a PostgreSQL driver, structurally: `pg`'s `Pool`, `PoolClient`
+ * and `Client` fit. Nothing here imports `pg`, so the driver stays the app's choice of
+ * version and the only copy in the process.
+ */
+import { OncelyError, StoreError } from '../src/errors.js';
+
+export interface QueryConfig {
+  text: string;
+  values?: unknown[];
+  /** A prepared-statement name: `pg` prepares it once per connection. */
+  name?: string;
+}
+
+export interface QueryResultLike {
+  // biome-ignore lint/suspicious/noExplicitAny: rows are whatever the driver parsed; rows.ts reads them field by field.
+  rows: any[];
+  rowCount: number | null;
+}
+
+/** A `pg` `Pool`, `PoolClient` or `Client`. */
+export interface Queryable {
+  query(config: QueryConfig): Promise<QueryResultLike>;
+}
+
+/** A `pg` `Pool`: hands out one connection for a transaction. */
+export interface PoolLike extends Queryable {
+  connect(): Promise<Queryable & { release(error?: Error | boolean): void }>;
+}
+
+/** A pool hands out clients; a `Client` and a `PoolClient` have `connect` too, but no counts. */
+export const isPool = (db: Queryable): db is PoolLike =>
+  typeof (db as Partial<PoolLike>).connect === 'function' &&
+  typeof (db as { totalCount?: unknown }).totalCount === 'number';
+
+/** SQLSTATE of a missing table: the schema was never migrated. */
+const UNDEFINED_TABLE = '42P01';
+
+/** Any failure of the database as a `StoreError` (with `cause`); oncely's own errors pass through. */
+export function toStoreError(error: unknown, what: string, context: { scope?: string; intent?: string }): OncelyError {
+  if (error instanceof OncelyError) return error;
+  const code = (error as { code?: unknown } | undefined)?.code;
+  const message =
+    code === UNDEFINED_TABLE
+      ? `PostgresStore: the oncely tables do not exist in this database; run \`await store.migrate()\` (or apply the shipped migrations) first.`
+      : `PostgresStore could not ${what}: ${(error as Error | undefined)?.message ?? String(error)}.`;
+  return new StoreError(message, { ...context, cause: error });
+}
+
+/** Rejects with a `StoreError` when the database does not answer within `ms` (the query may still complete). */
+export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  if (!Number.isFinite(ms)) return promise;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new StoreError(`PostgresStore did not ${what} within ${ms} ms; the database did not answer.`)),
+      ms,
+    );
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}

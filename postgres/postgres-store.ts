@@ -1,0 +1,319 @@
+import { InvalidArgumentError, InvalidKeyError, StoreError } from '../src/errors.js';
+import { intentId, SWEEPABLE_STATES } from '../src/store/record-rules.js';
+import { validRecord } from '../src/store/record-schema.js';
+import type {
+  ClaimOptions,
+  ClaimResult,
+  IntentRecord,
+  IntentState,
+  RecordUpdater,
+  Store,
+  SweepOptions,
+  WriteOptions,
+} from '../src/store/store.js';
+import {
+  isPool,
+  type Queryable,
+  type QueryConfig,
+  type QueryResultLike,
+  toStoreError,
+  withTimeout,
+} from './database.js';
+import { type MigrateResult, migrate } from './migrate.js';
+import { fromRow, RECORD_COLUMNS, recordValues, type StoredRecord } from './rows.js';
+
+export interface PostgresStoreOptions {
+  /** A `pg` `Pool` (recommended) or a connected `Client`. The store never ends it. */
+  pool: Queryable;
+  /**
+   * Longest wait (ms) for one database call before it fails with a `StoreError`.
+   * @default 10_000
+   */
+  timeout?: number;
+  /**
+   * Records whose version this store remembers, so that an update usually costs one
+   * statement (compare-and-set against the remembered version) instead of two.
+   * @default 10_000
+   */
+  cacheSize?: number;
+}
+
+const SWEEP_BATCH = 1_000;
+const SWEEPABLE = `state IN (${SWEEPABLE_STATES.map((s) => `'${s}'`).join(', ')})`;
+/** Makes the statement's own transaction commit without waiting for the WAL flush. */
+const RELAXED = `set_config('synchronous_commit', 'off', true)`;
+const VALUES = '$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12';
+const SET =
+  'key = $3, state = $4, fingerprint = $5, attempts = $6, created_at = $7, updated_at = $8, ttl = $9, status = $10, lease_owner = $11, lease_until = $12';
+
+const insertSql = (relaxed: boolean) =>
+  `INSERT INTO oncely_intents (${RECORD_COLUMNS.replace(', version', '')}) VALUES (${VALUES})
+   ON CONFLICT (scope, name) DO NOTHING RETURNING version${relaxed ? `, ${RELAXED}` : ''}`;
+const casSql = (relaxed: boolean) =>
+  `UPDATE oncely_intents SET ${SET}, version = version + 1
+   WHERE scope = $1 AND name = $2 AND version = $13 RETURNING version${relaxed ? `, ${RELAXED}` : ''}`;
+
+/**
+ * Intents in the app's PostgreSQL (`oncely/postgres`): one row per (scope, name) in
+ * `oncely_intents`, the key unique per scope. Claims are one `INSERT … ON CONFLICT DO
+ * NOTHING RETURNING` (read back on conflict), updates are compare-and-set on a version
+ * column, so both are atomic across connections and machines. `claim(…, { transaction })`
+ * joins a `pg` client inside the app's `BEGIN`. Run `await store.migrate()` once.
+ *
+ * An updater may run more than once, each time with a newer record, when another writer
+ * got in first; only the result of its last run is stored.
+ *
+ * @example
+ * const store = new PostgresStore({ pool: new pg.Pool() });
+ * await store.migrate();
+ * const api = createClient({ baseUrl, scope: 'payouts', store });
+ */
+export class PostgresStore implements Store {
+  readonly #db: Queryable;
+  readonly #timeout: number;
+  readonly #cacheSize: number;
+  /** intentId → last version seen: the compare-and-set guess. Wrong guesses only cost a read. */
+  readonly #versions = new Map<string, StoredRecord>();
+
+  constructor(options: PostgresStoreOptions) {
+    if (typeof options?.pool?.query !== 'function')
+      throw new InvalidArgumentError('PostgresStore needs `pool`: a pg Pool or a connected pg Client.');
+    this.#db = options.pool;
+    this.#timeout = options.timeout ?? 10_000;
+    this.#cacheSize = options.cacheSize ?? 10_000;
+  }
+
+  /** Creates or upgrades the tables (idempotent; concurrent calls across the fleet serialise). */
+  migrate(): Promise<MigrateResult> {
+    return migrate(this.#db).catch((error) => {
+      throw toStoreError(error, 'migrate its tables', {});
+    });
+  }
+
+  /** One statement, time-bounded, failures as `StoreError`. For the worker queue too. */
+  async query(
+    config: QueryConfig,
+    what: string,
+    context: { scope?: string; intent?: string },
+    db: Queryable = this.#db,
+  ): Promise<QueryResultLike> {
+    try {
+      return await withTimeout(db.query(config), this.#timeout, what);
+    } catch (error) {
+      throw toStoreError(error, what, context);
+    }
+  }
+
+  async claim(fresh: IntentRecord, options: ClaimOptions = {}): Promise<ClaimResult> {
+    const record = validRecord(fresh, fresh?.scope, fresh?.name);
+    const context = { scope: record.scope, intent: record.name };
+    const tx = options.transaction;
+    if (tx !== undefined && (typeof (tx as Queryable)?.query !== 'function' || isPool(tx as Queryable)))
+      throw new InvalidArgumentError(
+        'PostgresStore: `transaction` must be the pg client on which the app ran BEGIN (from pool.connect()), not a pool.',
+        context,
+      );
+    const db = (tx as Queryable | undefined) ?? this.#db;
+    // Inside the app's transaction its own COMMIT decides durability.
+    const relaxed = tx === undefined && options.durability === 'relaxed';
+    for (let round = 0; round < 100; round++) {
+      const inserted = await this.query(
+        {
+          name: relaxed ? 'oncely_claim_relaxed' : 'oncely_claim',
+          text: insertSql(relaxed),
+          values: recordValues(record),
+        },
+        'claim an intent',
+        context,
+        db,
+      ).catch((error) => {
+        throw keyTaken(error, context) ?? error;
+      });
+      if (inserted.rows.length === 1) {
+        this.#remember({ record, version: String(inserted.rows[0].version) });
+        return { record: { ...record }, created: true };
+      }
+      const existing = await this.#read(record.scope, record.name, db);
+      if (existing) return { record: { ...existing.record }, created: false };
+      // Deleted between the conflict and the read: claim again.
+    }
+    throw new StoreError('PostgresStore: a claim kept conflicting with deletes of the same intent.', context);
+  }
+
+  async get(scope: string, name: string): Promise<IntentRecord | undefined> {
+    const stored = await this.#read(scope, name);
+    return stored && { ...stored.record };
+  }
+
+  async update(
+    scope: string,
+    name: string,
+    updater: RecordUpdater,
+    options: WriteOptions = {},
+  ): Promise<IntentRecord | undefined> {
+    const context = { scope, intent: name };
+    const relaxed = options.durability === 'relaxed';
+    let guess = this.#versions.get(intentId(scope, name));
+    for (let round = 0; round < 1_000; round++) {
+      const fromGuess = guess !== undefined;
+      const current = guess ?? (await this.#read(scope, name));
+      guess = undefined;
+      const next = updater(
+        current && { ...current.record, ...(current.record.lease && { lease: { ...current.record.lease } }) },
+      );
+      if (next === undefined) {
+        if (fromGuess) continue; // "leave it" about a remembered record: ask about the stored one
+        return current && { ...current.record };
+      }
+      const record = validRecord(next, scope, name);
+      const result = await this.query(
+        current
+          ? {
+              name: relaxed ? 'oncely_cas_relaxed' : 'oncely_cas',
+              text: casSql(relaxed),
+              values: [...recordValues(record), current.version],
+            }
+          : {
+              name: relaxed ? 'oncely_claim_relaxed' : 'oncely_claim',
+              text: insertSql(relaxed),
+              values: recordValues(record),
+            },
+        'update an intent',
+        context,
+      ).catch((error) => {
+        throw keyTaken(error, context) ?? error;
+      });
+      if (result.rows.length === 1) {
+        this.#remember({ record, version: String(result.rows[0].version) });
+        return { ...record };
+      }
+      // Another writer got in first: run the updater again on what is stored now.
+    }
+    throw new StoreError('PostgresStore: an update kept losing to concurrent writers.', context);
+  }
+
+  async delete(scope: string, name: string, key?: string): Promise<void> {
+    this.#versions.delete(intentId(scope, name));
+    await this.query(
+      key === undefined
+        ? {
+            name: 'oncely_delete',
+            text: 'DELETE FROM oncely_intents WHERE scope = $1 AND name = $2',
+            values: [scope, name],
+          }
+        : {
+            name: 'oncely_delete_key',
+            text: 'DELETE FROM oncely_intents WHERE scope = $1 AND name = $2 AND key = $3',
+            values: [scope, name, key],
+          },
+      'delete an intent',
+      { scope, intent: name },
+    );
+  }
+
+  async list(scope: string, states?: readonly IntentState[]): Promise<IntentRecord[]> {
+    if (states?.length === 0) return [];
+    const result = await this.query(
+      states
+        ? {
+            text: `SELECT ${RECORD_COLUMNS} FROM oncely_intents WHERE scope = $1 AND state = ANY($2) ORDER BY created_at, name`,
+            values: [scope, [...states]],
+          }
+        : {
+            text: `SELECT ${RECORD_COLUMNS} FROM oncely_intents WHERE scope = $1 ORDER BY created_at, name`,
+            values: [scope],
+          },
+      'list intents',
+      { scope },
+    );
+    return result.rows.map((row) => fromRow(row).record);
+  }
+
+  /** Deletes in bounded batches, so that no single statement holds many row locks for long. */
+  async clear(scope: string): Promise<void> {
+    for (const [id, stored] of this.#versions) if (stored.record.scope === scope) this.#versions.delete(id);
+    for (;;) {
+      const result = await this.query(
+        {
+          text: `WITH batch AS MATERIALIZED (SELECT name FROM oncely_intents WHERE scope = $1 LIMIT ${SWEEP_BATCH} FOR UPDATE)
+                 DELETE FROM oncely_intents t USING batch WHERE t.scope = $1 AND t.name = batch.name`,
+          values: [scope],
+        },
+        'clear a scope',
+        { scope },
+      );
+      if ((result.rowCount ?? 0) < SWEEP_BATCH) return;
+    }
+  }
+
+  /**
+   * Bounded batches over the partial sweep index, oldest first; rows another transaction
+   * holds are skipped (`SKIP LOCKED`) and left for the next sweep. Without `limit`, batches
+   * of 1,000 until none is due.
+   */
+  async sweep(scope: string, now: number, options: SweepOptions = {}): Promise<number> {
+    const limit = options.limit;
+    if (limit !== undefined && !(Number.isSafeInteger(limit) && limit >= 0))
+      throw new InvalidArgumentError('sweep limit must be a non-negative integer.', { scope });
+    let removed = 0;
+    for (;;) {
+      const batch = Math.min(SWEEP_BATCH, limit === undefined ? SWEEP_BATCH : limit - removed);
+      if (batch <= 0) return removed;
+      const result = await this.query(
+        {
+          name: 'oncely_sweep',
+          // A materialised CTE runs once: an IN (subquery … LIMIT) may be re-run by a join and delete more.
+          text: `WITH due AS MATERIALIZED (
+                   SELECT name FROM oncely_intents WHERE scope = $1 AND ${SWEEPABLE} AND sweep_after < $2
+                   ORDER BY sweep_after LIMIT $3 FOR UPDATE SKIP LOCKED)
+                 DELETE FROM oncely_intents t USING due WHERE t.scope = $1 AND t.name = due.name`,
+          values: [scope, now, batch],
+        },
+        'sweep intents',
+        { scope },
+      );
+      const count = result.rowCount ?? 0;
+      removed += count;
+      if (count < batch) return removed;
+    }
+  }
+
+  /** The store does not own the pool: ending it is the app's call. */
+  async close(): Promise<void> {
+    this.#versions.clear();
+  }
+
+  async #read(scope: string, name: string, db: Queryable = this.#db): Promise<StoredRecord | undefined> {
+    const result = await this.query(
+      {
+        name: 'oncely_get',
+        text: `SELECT ${RECORD_COLUMNS} FROM oncely_intents WHERE scope = $1 AND name = $2`,
+        values: [scope, name],
+      },
+      'read an intent',
+      { scope, intent: name },
+      db,
+    );
+    if (result.rows.length === 0) {
+      this.#versions.delete(intentId(scope, name));
+      return undefined;
+    }
+    const stored = fromRow(result.rows[0]);
+    this.#remember(stored);
+    return stored;
+  }
+
+  #remember(stored: StoredRecord): void {
+    const id = intentId(stored.record.scope, stored.record.name);
+    this.#versions.delete(id);
+    this.#versions.set(id, stored);
+    if (this.#versions.size > this.#cacheSize) this.#versions.delete(this.#versions.keys().next().value!);
+  }
+}
+
+/** The key is already another intent's in this scope: a caller-chosen key used twice. */
+function keyTaken(error: unknown, context: { scope: string; intent: string }): InvalidKeyError | undefined {
+  const cause = (error as { cause?: { code?: string; constraint?: string } }).cause;
+  if (cause?.code !== '23505' || cause.constraint !== 'oncely_intents_scope_key_key') return undefined;
+  return new InvalidKeyError('it is already the key of another intent in this scope', context);
+}

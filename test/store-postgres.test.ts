@@ -1,0 +1,303 @@
+import { describe, expect, it } from 'vitest';
+import { releasePending, takePending } from '../postgres/pending.js';
+import { PostgresStore } from '../postgres/postgres-store.js';
+import { settleIntent } from '../postgres/reconcile.js';
+import { drainOnce } from '../postgres/worker.js';
+import { InvalidArgumentError, InvalidKeyError, StoreError } from '../src/errors.js';
+import { useTestDatabase } from './postgres/database.js';
+import { intentRecord, runStoreConformance } from './store-conformance.js';
+
+const db = useTestDatabase();
+
+runStoreConformance('PostgresStore', async () => {
+  await db.reset();
+  const pool = db.pool({ max: 4 });
+  return {
+    store: new PostgresStore({ pool }),
+    reopen: async () => new PostgresStore({ pool: db.pool({ max: 4 }) }),
+  };
+});
+
+describe('PostgresStore: schema', () => {
+  it('migrate() is idempotent and reports the version', async () => {
+    const store = new PostgresStore({ pool: db.admin });
+    expect(await store.migrate()).toEqual({ applied: [], version: 1 });
+  });
+});
+
+describe('PostgresStore: claims in the app transaction', () => {
+  async function withPayouts() {
+    await db.reset();
+    await db.admin.query('CREATE TABLE IF NOT EXISTS payouts (id text PRIMARY KEY, amount integer NOT NULL)');
+    await db.admin.query('TRUNCATE payouts');
+  }
+
+  it('a rolled-back transaction leaves neither the business row nor the intent', async () => {
+    await withPayouts();
+    const pool = db.pool({ max: 2 });
+    const store = new PostgresStore({ pool });
+    const client = await pool.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query("INSERT INTO payouts VALUES ('p1', 500)");
+      const claim = await store.claim(intentRecord('payouts', 'payout:p1'), { transaction: client });
+      expect(claim.created).toBe(true);
+      await client.query('ROLLBACK');
+    } finally {
+      client.release();
+    }
+    expect((await db.admin.query('SELECT * FROM payouts')).rows).toEqual([]);
+    expect(await store.get('payouts', 'payout:p1')).toBeUndefined();
+    // The cached guess of the rolled-back row must not mislead a later update.
+    expect(await store.update('payouts', 'payout:p1', (current) => current)).toBeUndefined();
+  });
+
+  it('a committed transaction has both rows, visible to another pool', async () => {
+    await withPayouts();
+    const pool = db.pool({ max: 2 });
+    const store = new PostgresStore({ pool });
+    const client = await pool.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query("INSERT INTO payouts VALUES ('p2', 700)");
+      await store.claim(intentRecord('payouts', 'payout:p2', { key: 'k-p2' }), { transaction: client });
+      // Not visible outside the transaction before COMMIT.
+      const other = new PostgresStore({ pool: db.pool({ max: 1 }) });
+      expect(await other.get('payouts', 'payout:p2')).toBeUndefined();
+      await client.query('COMMIT');
+      expect((await other.get('payouts', 'payout:p2'))?.key).toBe('k-p2');
+    } finally {
+      client.release();
+    }
+    expect((await db.admin.query('SELECT id FROM payouts')).rows).toEqual([{ id: 'p2' }]);
+  });
+
+  it('a claim racing an open transaction waits for it and ends with its key once it commits', async () => {
+    await withPayouts();
+    const pool = db.pool({ max: 3 });
+    const store = new PostgresStore({ pool });
+    const client = await pool.connect();
+    await client.query('BEGIN');
+    await store.claim(intentRecord('payouts', 'payout:p3', { key: 'k-tx' }), { transaction: client });
+    const racing = store.claim(intentRecord('payouts', 'payout:p3', { key: 'k-racer' }));
+    await client.query('COMMIT');
+    client.release();
+    expect(await racing).toMatchObject({ created: false, record: { key: 'k-tx' } });
+  });
+
+  it('a claim racing an open transaction that rolls back creates its own record', async () => {
+    await withPayouts();
+    const pool = db.pool({ max: 3 });
+    const store = new PostgresStore({ pool });
+    const client = await pool.connect();
+    await client.query('BEGIN');
+    await store.claim(intentRecord('payouts', 'payout:p4', { key: 'k-tx' }), { transaction: client });
+    const racing = store.claim(intentRecord('payouts', 'payout:p4', { key: 'k-racer' }));
+    await client.query('ROLLBACK');
+    client.release();
+    expect(await racing).toMatchObject({ created: true, record: { key: 'k-racer' } });
+  });
+
+  it('refuses a pool or a non-client as the transaction', async () => {
+    const store = new PostgresStore({ pool: db.admin });
+    await expect(store.claim(intentRecord('u1', 'a'), { transaction: db.admin })).rejects.toBeInstanceOf(
+      InvalidArgumentError,
+    );
+    await expect(store.claim(intentRecord('u1', 'a'), { transaction: {} })).rejects.toBeInstanceOf(
+      InvalidArgumentError,
+    );
+  });
+});
+
+describe('PostgresStore: errors', () => {
+  it('a database without the tables fails with a StoreError that says to migrate', async () => {
+    await db.admin.query('DROP DATABASE IF EXISTS empty_db');
+    await db.admin.query('CREATE DATABASE empty_db');
+    const store = new PostgresStore({ pool: db.pool({ database: 'empty_db', max: 1 }) });
+    const error = await store.claim(intentRecord('u1', 'a')).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StoreError);
+    expect((error as StoreError).message).toContain('migrate()');
+    expect((error as StoreError).cause).toMatchObject({ code: '42P01' });
+    expect((await store.migrate()).applied).toEqual([1]);
+    expect((await store.claim(intentRecord('u1', 'a'))).created).toBe(true);
+  });
+
+  it('refuses a database migrated by a newer oncely, changing nothing', async () => {
+    await db.admin.query('DROP DATABASE IF EXISTS future_db');
+    await db.admin.query('CREATE DATABASE future_db');
+    const pool = db.pool({ database: 'future_db', max: 1 });
+    const store = new PostgresStore({ pool });
+    await store.migrate();
+    await pool.query("INSERT INTO oncely_migrations (version, name) VALUES (99, 'future')");
+    await expect(store.migrate()).rejects.toBeInstanceOf(StoreError);
+  });
+
+  it('a key already used by another intent of the scope is an InvalidKeyError, not a silent merge', async () => {
+    await db.reset();
+    const store = new PostgresStore({ pool: db.admin });
+    await store.claim(intentRecord('u1', 'a', { key: 'shared' }));
+    await expect(store.claim(intentRecord('u1', 'b', { key: 'shared' }))).rejects.toBeInstanceOf(InvalidKeyError);
+    expect((await store.claim(intentRecord('u2', 'b', { key: 'shared' }))).created).toBe(true);
+  });
+
+  it('refuses to store an invalid record or one filed under another intent', async () => {
+    const store = new PostgresStore({ pool: db.admin });
+    await expect(store.claim({ ...intentRecord('u1', 'a'), key: '' })).rejects.toBeInstanceOf(InvalidArgumentError);
+    await store.claim(intentRecord('u1', 'x'));
+    await expect(store.update('u1', 'x', (current) => current && { ...current, name: 'y' })).rejects.toBeInstanceOf(
+      InvalidArgumentError,
+    );
+  });
+
+  it('a database that does not answer in time is a StoreError (timeout)', async () => {
+    await db.reset();
+    const pool = db.pool({ max: 2 });
+    const client = await pool.connect();
+    try {
+      await client.query('BEGIN');
+      await new PostgresStore({ pool }).claim(intentRecord('u1', 'held'), { transaction: client });
+      // The row lock of the open transaction holds this claim back past the timeout.
+      const error = await new PostgresStore({ pool, timeout: 300 })
+        .claim(intentRecord('u1', 'held', { key: 'other' }))
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(StoreError);
+      expect((error as StoreError).message).toContain('within 300 ms');
+    } finally {
+      await client.query('ROLLBACK');
+      client.release();
+    }
+  });
+
+  it('every failure of the server is a StoreError with the driver error as cause', async () => {
+    const pool = db.pool({ max: 1 });
+    const store = new PostgresStore({ pool });
+    await store.get('u1', 'a');
+    await db.admin.query(
+      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND backend_type = 'client backend' AND datname = 'postgres' AND state = 'idle'",
+    );
+    // The pool may notice the dead connection first (then this succeeds on a new one) or not.
+    const error = await store.get('u1', 'a').then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    if (error !== undefined) {
+      expect(error).toBeInstanceOf(StoreError);
+      expect((error as StoreError).cause).toBeInstanceOf(Error);
+    }
+    await expect(store.get('u1', 'a')).resolves.toBeUndefined();
+  });
+});
+
+describe('PostgresStore: relaxed durability', () => {
+  it('is synchronous_commit = off for that statement only, never for the connection', async () => {
+    await db.reset();
+    const pool = db.pool({ max: 1 });
+    const store = new PostgresStore({ pool });
+    await store.claim(intentRecord('u1', 'r'), { durability: 'relaxed' });
+    await store.update('u1', 'r', (c) => c && { ...c, state: 'in_flight' }, { durability: 'relaxed' });
+    expect((await pool.query('SHOW synchronous_commit')).rows[0].synchronous_commit).toBe('on');
+    expect((await store.get('u1', 'r'))?.state).toBe('in_flight');
+  });
+});
+
+describe('PostgresStore: bounded sweeps', () => {
+  it('removes at most `limit` per call, oldest first, and continues on the next call', async () => {
+    await db.reset();
+    const store = new PostgresStore({ pool: db.admin });
+    for (let i = 0; i < 25; i++)
+      await store.claim(intentRecord('u1', `old-${i}`, { state: 'succeeded', updatedAt: 1_000 + i, ttl: 10 }));
+    await store.claim(intentRecord('u1', 'pending', { state: 'unknown', updatedAt: 0, ttl: 10 }));
+    expect(await store.sweep('u1', 10_000, { limit: 10 })).toBe(10);
+    expect((await store.get('u1', 'old-0'))?.state).toBeUndefined();
+    expect((await store.get('u1', 'old-24'))?.state).toBe('succeeded');
+    expect(await store.sweep('u1', 10_000, { limit: 10 })).toBe(10);
+    expect(await store.sweep('u1', 10_000, { limit: 10 })).toBe(5);
+    expect(await store.sweep('u1', 10_000, { limit: 10 })).toBe(0);
+    expect((await store.list('u1')).map((r) => r.name)).toEqual(['pending']);
+  });
+
+  it('without a limit removes everything due, in batches', async () => {
+    await db.reset();
+    await db.admin.query(
+      `INSERT INTO oncely_intents (scope, name, key, state, attempts, created_at, updated_at, ttl)
+       SELECT 'u1', 'n' || i, 'k' || i, 'failed', 1, 0, 0, 1 FROM generate_series(1, 2500) AS i`,
+    );
+    expect(await new PostgresStore({ pool: db.admin }).sweep('u1', 10)).toBe(2500);
+  });
+});
+
+describe('PostgresStore: the worker queue', () => {
+  const NOW = 1_700_000_100_000;
+
+  it('takes ready, lease-expired in_flight and unknown intents once, under a worker lease', async () => {
+    await db.reset();
+    const store = new PostgresStore({ pool: db.pool({ max: 4 }) });
+    const old = { createdAt: NOW - 60_000, updatedAt: NOW - 60_000, ttl: 3_600_000 };
+    await store.claim(intentRecord('q', 'ready-old', old));
+    await store.claim(intentRecord('q', 'ready-new', { ...old, updatedAt: NOW - 1_000 }));
+    await store.claim(
+      intentRecord('q', 'flight-dead', { ...old, state: 'in_flight', lease: { owner: 'x', until: NOW - 1 } }),
+    );
+    await store.claim(
+      intentRecord('q', 'flight-live', { ...old, state: 'in_flight', lease: { owner: 'x', until: NOW + 10_000 } }),
+    );
+    await store.claim(intentRecord('q', 'unknown', { ...old, state: 'unknown' }));
+    await store.claim(intentRecord('q', 'done', { ...old, state: 'succeeded' }));
+    await store.claim(intentRecord('other', 'ready-old', old));
+    const take = (owner: string, now = NOW) =>
+      takePending(store, 'q', { owner, now, idleAfter: 10_000, leaseMs: 5_000 });
+    const [a, b] = await Promise.all([take('a'), take('b')]);
+    const names = [...a!, ...b!].map((item) => item.record.name).sort();
+    expect(names).toEqual(['flight-dead', 'ready-old', 'unknown']);
+    expect(await take('c', NOW + 4_000)).toEqual([]);
+    // Released with a retry time: nobody takes it before then.
+    const first = [...a!, ...b!][0]!;
+    const holder = a!.includes(first) ? 'a' : 'b';
+    await releasePending(store, 'q', first.record.name, holder, NOW + 20_000);
+    expect(await take('c', NOW + 5_001)).toHaveLength(2);
+    expect((await take('d', NOW + 20_001)).map((item) => item.record.name)).toContain(first.record.name);
+  });
+
+  it('marks sent intents past their retention as expired, to be reconciled rather than resent', async () => {
+    await db.reset();
+    const store = new PostgresStore({ pool: db.admin });
+    await store.claim(
+      intentRecord('q', 'stale', { state: 'unknown', createdAt: NOW - 90_000, updatedAt: NOW - 90_000, ttl: 60_000 }),
+    );
+    const [item] = await takePending(store, 'q', { owner: 'w', now: NOW, idleAfter: 0 });
+    expect(item).toMatchObject({ expired: true, record: { name: 'stale' } });
+  });
+
+  it('settleIntent: settles a pending intent that still has the key; succeeded never becomes failed', async () => {
+    await db.reset();
+    const store = new PostgresStore({ pool: db.admin });
+    await store.claim(intentRecord('q', 'p', { key: 'k1', state: 'unknown', lease: { owner: 'x', until: 5 } }));
+    expect(await settleIntent(store, 'q', 'p', { key: 'other', outcome: 'succeeded' })).toBeUndefined();
+    const settled = await settleIntent(store, 'q', 'p', { key: 'k1', outcome: 'succeeded', status: 201, now: NOW });
+    expect(settled).toMatchObject({ state: 'succeeded', status: 201, updatedAt: NOW });
+    expect(settled?.lease).toBeUndefined();
+    await expect(settleIntent(store, 'q', 'p', { key: 'k1', outcome: 'failed' })).rejects.toBeInstanceOf(
+      InvalidArgumentError,
+    );
+    expect((await store.get('q', 'p'))?.state).toBe('succeeded');
+  });
+
+  it('drainOnce hands expired intents to reconcile and settles them', async () => {
+    await db.reset();
+    const store = new PostgresStore({ pool: db.admin });
+    await store.claim(intentRecord('q', 'stale', { state: 'unknown', createdAt: 0, updatedAt: 0, ttl: 1 }));
+    const resent: string[] = [];
+    const report = await drainOnce({
+      store,
+      scope: 'q',
+      idleAfter: 0,
+      resend: async (record) => {
+        resent.push(record.name);
+      },
+      reconcile: async () => 'failed',
+    });
+    expect(report).toEqual({ taken: 1, settled: 1, deferred: 0 });
+    expect(resent).toEqual([]);
+    expect((await store.get('q', 'stale'))?.state).toBe('failed');
+  });
+});
