@@ -34,8 +34,10 @@ const entries = Object.keys(pkg.exports)
   .filter((subpath) => subpath !== './package.json')
   .map((subpath) => (subpath === '.' ? pkg.name : `${pkg.name}/${subpath.slice(2)}`));
 /** Entries that need an optional peer, and which. Every other entry must work with none. */
-const PEER_ENTRIES = { 'oncely/react': 'react', 'oncely/mock/msw': 'msw' };
-const bareEntries = entries.filter((entry) => !(entry in PEER_ENTRIES));
+const PEER_ENTRIES = { 'oncely/react': 'react', 'oncely/mock/msw': 'msw', 'oncely/otel': '@opentelemetry/api' };
+/** Entries whose types name a peer their code never loads: they must import without it. */
+const TYPE_PEER_ENTRIES = { 'oncely/tanstack': '@tanstack/query-core' };
+const bareEntries = entries.filter((entry) => !(entry in PEER_ENTRIES) && !(entry in TYPE_PEER_ENTRIES));
 
 function pack() {
   // From no dist/, as a fresh clone: `prepack` must build everything the exports name.
@@ -150,6 +152,9 @@ async function checkBare(tarball) {
     }
   }
 
+  for (const entry of Object.keys(TYPE_PEER_ENTRIES))
+    run(process.execPath, ['--input-type=module', '-e', `await import('${entry}')`], dir);
+
   // The state directory lives in the scratch project, so a second run finds the first's
   // keys there (and nothing is left in the real home).
   const stateDir = join(dir, 'state');
@@ -228,7 +233,14 @@ async function bundlesForWorkerd(dir) {
 }
 
 function checkFull(tarball) {
-  const peers = ['msw', 'react', '@types/react', '@types/node'].map((name) => `${name}@${installed(name)}`);
+  const peers = [
+    'msw',
+    'react',
+    '@types/react',
+    '@types/node',
+    '@tanstack/query-core',
+    '@opentelemetry/api',
+  ].map((name) => `${name}@${installed(name)}`);
   const dir = scratch('full', tarball, peers);
   writeFileSync(join(dir, 'imports.ts'), importsScript(entries));
   writeFileSync(
