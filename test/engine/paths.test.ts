@@ -4,7 +4,7 @@
  * what changed (issue 9).
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { type ClientOptions, createClient, MemoryStore, type OncelyEvent } from '../../src/index.js';
+import { type ClientOptions, createClient, ietf, MemoryStore, type OncelyEvent } from '../../src/index.js';
 import { type Reply, type WireServer, wireServer } from '../helpers/wire-server.js';
 
 const servers: WireServer[] = [];
@@ -122,6 +122,22 @@ describe('run(): a first-class path', () => {
       code: 'TRANSPORT_FAILED',
       cause: bug,
     });
+  });
+});
+
+describe('replay markers', () => {
+  it('a profile can recognise replays its own way (isReplay), e.g. from the body', async () => {
+    const answer = async () =>
+      new Response('{"replayed":true,"id":"p1"}', { status: 500, headers: { 'content-type': 'application/json' } });
+    const profile = {
+      ...ietf,
+      name: 'acme',
+      isReplay: (a: { body: unknown }) => (a.body as { replayed?: boolean }).replayed === true,
+    };
+    const intent = await api({ profile, fetch: answer }).intent('pay');
+    const error = await intent.post('payments', { json: {} }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'HTTP_ERROR', status: 500, replayed: true, attempts: 1 });
+    expect(intent.state).toBe('failed');
   });
 });
 
