@@ -21,7 +21,11 @@ const dir = mkdtempSync(join(tmpdir(), 'oncely-resume-example-'));
 const stateDir = join(dir, 'oncely'); // ONCELY_STATE_DIR: where both lives keep their keys
 const jobsFile = join(dir, 'jobs.json'); // the app's own rows: what to send, for every life
 
-const jobs = Array.from({ length: 5 }, (_, i) => ({ id: `job_${i + 1}`, to: `acct_${100 + i}`, amount: 1_000 * (i + 1) }));
+const jobs = Array.from({ length: 5 }, (_, i) => ({
+  id: `job_${i + 1}`,
+  to: `acct_${100 + i}`,
+  amount: 1_000 * (i + 1),
+}));
 writeFileSync(jobsFile, JSON.stringify(jobs));
 
 const server = await startTransferServer();

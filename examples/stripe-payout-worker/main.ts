@@ -98,7 +98,9 @@ try {
   const job1: PayoutJob = { id: 'payout_1', amount: 5_000, currency: 'usd' };
   const first = await payOut(job1);
   const key1 = (await api.intent('payout:payout_1')).key;
-  console.log(`   paid ${first.id}; requests with its key: ${keysSentFor(key1)}; payouts for payout_1: ${payoutsFor('payout_1')}\n`);
+  console.log(
+    `   paid ${first.id}; requests with its key: ${keysSentFor(key1)}; payouts for payout_1: ${payoutsFor('payout_1')}\n`,
+  );
   assert.equal(payoutsFor('payout_1'), 1, 'one payout for payout_1');
   assert.equal(keysSentFor(key1), 3, 'three requests (two attempts of oncely, one hidden resend), one key');
   assert.equal(server.log.at(-1)?.replayed, true, 'the last request got the stored answer');
@@ -133,7 +135,9 @@ try {
   assert.equal(payoutsFor('payout_3'), 1, 'no second payout under a reused key');
 
   assert.equal(server.payouts.length, 3, 'three payouts in all');
-  console.log(`ok: ${server.payouts.length} payouts for 3 jobs, ${server.log.length} requests, exactly one effect each`);
+  console.log(
+    `ok: ${server.payouts.length} payouts for 3 jobs, ${server.log.length} requests, exactly one effect each`,
+  );
 } catch (error) {
   console.error(error);
   process.exitCode = 1;

@@ -45,7 +45,11 @@ export interface StripeLikeServer {
 }
 
 const json = (res: ServerResponse, status: number, body: string, headers: Record<string, string> = {}) => {
-  res.writeHead(status, { 'Content-Type': 'application/json', 'Request-Id': `req_${Math.random().toString(36).slice(2, 10)}`, ...headers });
+  res.writeHead(status, {
+    'Content-Type': 'application/json',
+    'Request-Id': `req_${Math.random().toString(36).slice(2, 10)}`,
+    ...headers,
+  });
   res.end(body);
 };
 
