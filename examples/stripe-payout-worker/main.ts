@@ -106,7 +106,7 @@ try {
   assert.equal(server.log.at(-1)?.replayed, true, 'the last request got the stored answer');
 
   console.log('2. payout_2: stripe-node times out while the server is still working');
-  server.delayNext(1_600); // longer than stripe-node's timeout: attempt 1 times out, attempt 2 gets 409
+  server.delayNext(2_000); // longer than stripe-node's timeout: attempt 1 times out, attempt 2 gets 409
   const second = await payOut({ id: 'payout_2', amount: 1_250, currency: 'eur' });
   console.log(`   paid ${second.id}; payouts for payout_2 on the server: ${payoutsFor('payout_2')}\n`);
   assert.equal(payoutsFor('payout_2'), 1, 'one payout for payout_2');
