@@ -233,14 +233,9 @@ async function bundlesForWorkerd(dir) {
 }
 
 function checkFull(tarball) {
-  const peers = [
-    'msw',
-    'react',
-    '@types/react',
-    '@types/node',
-    '@tanstack/query-core',
-    '@opentelemetry/api',
-  ].map((name) => `${name}@${installed(name)}`);
+  const peers = ['msw', 'react', '@types/react', '@types/node', '@tanstack/query-core', '@opentelemetry/api'].map(
+    (name) => `${name}@${installed(name)}`,
+  );
   const dir = scratch('full', tarball, peers);
   writeFileSync(join(dir, 'imports.ts'), importsScript(entries));
   writeFileSync(
