@@ -31,6 +31,15 @@ export interface QuarantinedRecord {
   value: string;
 }
 
+/** A stored value as text: a damaged row may hold a blob or a number instead. */
+const textOf = (raw: unknown): string =>
+  typeof raw === 'string' ? raw : raw instanceof Uint8Array ? Buffer.from(raw).toString('utf8') : String(raw);
+
+const stored = (name: string, raw: unknown): StoredRow => {
+  const text = textOf(raw);
+  return { name, text, value: parse(text) };
+};
+
 const parse = (text: string): unknown => {
   try {
     return JSON.parse(text);
@@ -99,8 +108,8 @@ export class IntentRows {
   }
 
   read(scope: string, name: string): StoredRow | undefined {
-    const row = this.#read.get(scope, name) as { record: string } | undefined;
-    return row && { name, text: row.record, value: parse(row.record) };
+    const row = this.#read.get(scope, name);
+    return row && stored(name, row.record);
   }
 
   remove(scope: string, name: string): void {
@@ -108,17 +117,13 @@ export class IntentRows {
   }
 
   list(scope: string, states?: readonly string[]): StoredRow[] {
-    const rows = (states ? this.#listStates.all(scope, JSON.stringify(states)) : this.#list.all(scope)) as {
-      name: string;
-      record: string;
-    }[];
-    return rows.map((row) => ({ name: row.name, text: row.record, value: parse(row.record) }));
+    const rows = states ? this.#listStates.all(scope, JSON.stringify(states)) : this.#list.all(scope);
+    return rows.map((row) => stored(String(row.name), row.record));
   }
 
   /** Rows of `scope` in `state` whose sweep time is before `now`, oldest first. */
   sweepable(scope: string, state: IntentState, now: number, limit: number): StoredRow[] {
-    const rows = this.#sweepable.all(scope, state, now, limit) as { name: string; record: string }[];
-    return rows.map((row) => ({ name: row.name, text: row.record, value: parse(row.record) }));
+    return this.#sweepable.all(scope, state, now, limit).map((row) => stored(String(row.name), row.record));
   }
 
   clear(scope: string): void {
