@@ -38,8 +38,7 @@ const MIGRATIONS: readonly string[] = [
    CREATE INDEX quarantine_by_scope ON quarantine (scope);
    -- FileStore slots (sha256 of [scope, name]) whose file named no intent: blocked until deleted
    CREATE TABLE legacy_blocked (id TEXT PRIMARY KEY, reason TEXT NOT NULL, location TEXT NOT NULL) WITHOUT ROWID;
-   CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
-   INSERT INTO meta VALUES ('sync', '0');`,
+   CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;`,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

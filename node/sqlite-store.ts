@@ -23,6 +23,7 @@ import { type Db, databaseClass, isBusy, sqliteCode } from './sqlite-driver.js';
 import { IntentRows, type QuarantinedRecord, type StoredRow } from './sqlite-rows.js';
 import { checkAndMigrate, fileError } from './sqlite-schema.js';
 import { defaultStateDir } from './state-dir.js';
+import { WalCheckpointer } from './wal-checkpointer.js';
 
 export type { QuarantinedRecord } from './sqlite-rows.js';
 export { StoreFileError, type StoreFileProblem } from './sqlite-schema.js';
@@ -68,6 +69,7 @@ export interface SqliteStoreOptions {
 
 interface Opened {
   db: Db;
+  checkpointer: WalCheckpointer | undefined;
   rows: IntentRows;
   queue: CommitQueue;
   /** Slots blocked by unreadable FileStore files, as last counted: checked only while > 0. */
@@ -76,6 +78,8 @@ interface Opened {
   legacyDelete: ReturnType<Db['prepare']>;
 }
 
+/** Commits after which a durable store checkpoints from a worker thread. */
+const CHECKPOINTER_AFTER = 100;
 const FIRST_RETRY_MS = 1;
 const MAX_RETRY_MS = 25;
 
@@ -268,7 +272,8 @@ export class SqliteStore implements Store, ObservableStore {
     this.#closed = true;
     const o = await this.#opening?.catch(() => undefined);
     if (!o) return;
-    await o.queue.idle();
+    await o.queue.close();
+    await o.checkpointer?.stop();
     o.db.close();
   }
 
@@ -303,20 +308,31 @@ export class SqliteStore implements Store, ObservableStore {
           this.#listeners.emit({ type: 'quarantine', ...event, reason: quarantineReason(bad.reason, salvaged) });
         }
       }
+      let commits = 0;
       const queue = new CommitQueue(db, {
+        file: this.file,
         fsync: this.#fsync,
         lockTimeout: this.#lockTimeout,
         wrap: (error) => this.#wrap(error),
+        committed: () => {
+          // A store that writes a lot checkpoints from a worker thread (a checkpoint flushes
+          // twice: off the loop); a short-lived one keeps SQLite's auto-checkpoint.
+          if (++commits !== CHECKPOINTER_AFTER || !this.#fsync || this.#closed) return;
+          opened.checkpointer = new WalCheckpointer(this.file);
+          db.exec('PRAGMA wal_autocheckpoint = 0');
+        },
       });
       const legacyBlocked = Number(db.prepare('SELECT count(*) AS n FROM legacy_blocked').get()?.n);
-      return {
+      const opened: Opened = {
         db,
+        checkpointer: undefined,
         rows,
         queue,
         legacyBlocked,
         legacyLookup: db.prepare('SELECT reason, location FROM legacy_blocked WHERE id = ?'),
         legacyDelete: db.prepare('DELETE FROM legacy_blocked WHERE id = ?'),
       };
+      return opened;
     } catch (error) {
       db.close();
       throw error;

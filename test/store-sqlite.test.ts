@@ -1,4 +1,4 @@
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -133,6 +133,28 @@ describe('SqliteStore file', () => {
     for (let call = 0; call < 4; call++) removed.push(await store.sweep('u1', 10_000, { limit: 10 }));
     expect(removed).toEqual([10, 10, 5, 0]);
     expect((await store.list('u1')).map((record) => record.name)).toEqual(['open']);
+  });
+
+  it('a store past 100 commits checkpoints from a worker thread; its WAL is reused, close stops the worker', async () => {
+    const { dir, file, store, open } = await setup();
+    for (let i = 0; i < 150; i++) await store.claim(intentRecord('u1', `a:${i}`));
+    // The worker checkpoints (every 200 ms): the pages reach the database file, and the next
+    // commits reuse the WAL from its start.
+    const walSize = async () => (await stat(`${file}-wal`)).size;
+    const before = await walSize();
+    const initial = (await stat(file)).size;
+    for (let wait = 0; wait < 250 && (await stat(file)).size <= initial; wait++) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect((await stat(file)).size).toBeGreaterThan(initial);
+    for (let i = 0; i < 150; i++) await store.claim(intentRecord('u1', `b:${i}`), { durability: 'relaxed' });
+    await store.update('u1', 'a:0', (current) => current && { ...current, state: 'unknown' });
+    expect(await walSize()).toBeLessThanOrEqual(before * 1.5);
+    await store.close();
+    const again = await open();
+    expect(await again.list('u1')).toHaveLength(300);
+    expect((await again.get('u1', 'a:0'))?.state).toBe('unknown');
+    expect(await filesUnder(dir)).toContain('intents.db');
   });
 
   it('fails with a StoreError after close', async () => {
@@ -284,5 +306,43 @@ describe('SqliteStore quarantine', () => {
     ]);
     expect([a.record.key, b.record.key]).toEqual(['k-sent', 'k-sent']);
     expect(await store.listQuarantined()).toHaveLength(1);
+  });
+});
+
+describe('SqliteStore default directory', () => {
+  it('follows ONCELY_STATE_DIR, XDG_STATE_HOME and each OS convention', () => {
+    const home = '/home/ada';
+    expect(defaultStateDir({ env: { ONCELY_STATE_DIR: '/srv/state' }, platform: 'linux', home })).toBe('/srv/state');
+    expect(defaultStateDir({ env: {}, platform: 'linux', home })).toBe('/home/ada/.local/state/oncely');
+    expect(defaultStateDir({ env: { XDG_STATE_HOME: '/x' }, platform: 'linux', home })).toBe('/x/oncely');
+    expect(defaultStateDir({ env: { XDG_STATE_HOME: 'relative' }, platform: 'linux', home })).toBe(
+      '/home/ada/.local/state/oncely',
+    );
+    expect(defaultStateDir({ env: {}, platform: 'darwin', home: '/Users/ada' })).toBe(
+      '/Users/ada/Library/Application Support/oncely',
+    );
+    expect(defaultStateDir({ env: { LOCALAPPDATA: 'C:\\Users\\ada\\AppData\\Local' }, platform: 'win32' })).toBe(
+      'C:\\Users\\ada\\AppData\\Local\\oncely',
+    );
+    expect(defaultStateDir({ env: {}, platform: 'win32', home: 'C:\\Users\\ada' })).toBe(
+      'C:\\Users\\ada\\AppData\\Local\\oncely',
+    );
+  });
+
+  it('is where a SqliteStore without `dir` (the default store of createClient in Node) goes', async () => {
+    const { dir, remove } = await tempStoreDir();
+    cleanups.push(remove);
+    const saved = process.env.ONCELY_STATE_DIR;
+    process.env.ONCELY_STATE_DIR = path.join(dir, 'state');
+    try {
+      const store = new SqliteStore();
+      expect(store.file).toBe(path.join(dir, 'state', 'intents.db'));
+      await store.claim(intentRecord('u1', 'a'));
+      await store.close();
+      expect(await filesUnder(dir)).toContain(path.join('state', 'intents.db'));
+    } finally {
+      if (saved === undefined) delete process.env.ONCELY_STATE_DIR;
+      else process.env.ONCELY_STATE_DIR = saved;
+    }
   });
 });
