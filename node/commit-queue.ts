@@ -143,7 +143,10 @@ export class CommitQueue {
   }
 
   #commit(batch: Job[]): void {
-    if (!commitChannel.hasSubscribers) return this.#run(batch);
+    if (!commitChannel.hasSubscribers) {
+      this.#run(batch);
+      return;
+    }
     const started = performance.now();
     const cpu = process.threadCpuUsage();
     this.#run(batch);
@@ -211,14 +214,15 @@ export class CommitQueue {
     this.#retryDelay = FIRST_RETRY_MS;
     for (const fn of after) fn();
     this.#options.committed?.();
-    batch.forEach((job, i) => {
+    for (const [i, job] of batch.entries()) {
       const outcome = outcomes[i]!;
       const settle = () => ('value' in outcome ? job.resolve(outcome.value) : job.reject(outcome.error));
       // A strict write that found a record (maybe committed relaxed elsewhere) waits for the sync too.
-      if (!job.strict || !this.#options.fsync) return settle();
-      this.#unsynced.push(settle);
-      this.#unsyncedFailed.push(job.reject);
-    });
+      if (job.strict && this.#options.fsync) {
+        this.#unsynced.push(settle);
+        this.#unsyncedFailed.push(job.reject);
+      } else settle();
+    }
     this.#sync();
   }
 
