@@ -107,7 +107,13 @@ export class CommitQueue {
 
   /** `fdatasync` of the WAL through a descriptor of our own: a sync flushes the file, whoever wrote it. */
   async #syncWal(): Promise<void> {
-    this.#wal ??= await open(`${this.#options.file}-wal`, 'r+');
+    try {
+      this.#wal ??= await open(`${this.#options.file}-wal`, 'r+');
+    } catch (error) {
+      // No WAL: everything is in the database file, which SQLite syncs when it checkpoints.
+      if ((error as { code?: unknown }).code === 'ENOENT') return;
+      throw error;
+    }
     await this.#wal.datasync();
   }
 

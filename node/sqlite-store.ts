@@ -1,4 +1,3 @@
-import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { OncelyError, StoreError } from '../src/errors.js';
 import { corruptRecordError, type QuarantineMarker, readSlot } from '../src/store/corrupt-records.js';
@@ -18,10 +17,11 @@ import type {
   WriteOptions,
 } from '../src/store/store.js';
 import { CommitQueue, type WriteContext } from './commit-queue.js';
-import { hasFileStore, importFileStore, legacyId, retireFileStore } from './file-store-import.js';
-import { type Db, databaseClass, isBusy, sqliteCode } from './sqlite-driver.js';
-import { IntentRows, type QuarantinedRecord, type StoredRow } from './sqlite-rows.js';
-import { checkAndMigrate, fileError } from './sqlite-schema.js';
+import { legacyId } from './file-store-import.js';
+import { type Db, sqliteCode } from './sqlite-driver.js';
+import { openDatabase, retryWhileBusy } from './sqlite-open.js';
+import type { IntentRows, QuarantinedRecord, StoredRow } from './sqlite-rows.js';
+import { fileError } from './sqlite-schema.js';
 import { defaultStateDir } from './state-dir.js';
 import { WalCheckpointer } from './wal-checkpointer.js';
 
@@ -57,7 +57,7 @@ export interface SqliteStoreOptions {
   lockTimeout?: number;
   /**
    * Records one `sweep()` examines unless its `limit` says otherwise.
-   * @default 500
+   * @default 200
    */
   sweepBatch?: number;
   /**
@@ -80,8 +80,6 @@ interface Opened {
 
 /** Commits after which a durable store checkpoints from a worker thread. */
 const CHECKPOINTER_AFTER = 100;
-const FIRST_RETRY_MS = 1;
-const MAX_RETRY_MS = 25;
 
 /**
  * Intents in one SQLite database file (`node:sqlite`, WAL), for Node: durable across
@@ -125,7 +123,7 @@ export class SqliteStore implements Store, ObservableStore {
     this.file = path.resolve(this.dir, options.file ?? 'intents.db');
     this.#fsync = options.fsync ?? true;
     this.#lockTimeout = options.lockTimeout ?? 10_000;
-    this.#sweepBatch = Math.max(1, Math.floor(options.sweepBatch ?? 500) || 500);
+    this.#sweepBatch = Math.max(1, Math.floor(options.sweepBatch ?? 200) || 200);
     this.#now = options.now ?? Date.now;
   }
 
@@ -155,7 +153,8 @@ export class SqliteStore implements Store, ObservableStore {
       if (slot.kind === 'record') return slot.record;
       if (slot.kind === 'blocked') throw corruptRecordError(scope, name, slot.marker);
     }
-    return this.#write(o, {}, (context) => {
+    // Relaxed: a quarantine lost in a crash is redone the next time the row is read.
+    return this.#write(o, { durability: 'relaxed' }, (context) => {
       this.#checkLegacy(context, o, scope, name);
       return this.#settle(context, o, scope, name, o.rows.read(scope, name));
     });
@@ -205,7 +204,7 @@ export class SqliteStore implements Store, ObservableStore {
       else if (slot.kind === 'corrupt') bad.push(row.name);
     }
     if (bad.length > 0) {
-      const salvaged = await this.#write(o, {}, (context) =>
+      const salvaged = await this.#write(o, { durability: 'relaxed' }, (context) =>
         bad.map((name) => this.#settle(context, o, scope, name, o.rows.read(scope, name), false)),
       );
       for (const record of salvaged) if (record && (!states || states.includes(record.state))) records.push(record);
@@ -287,56 +286,39 @@ export class SqliteStore implements Store, ObservableStore {
   }
 
   async #openNow(): Promise<Opened> {
-    mkdirSync(this.dir, { recursive: true, mode: 0o700 });
-    const Database = databaseClass();
-    const db = new Database(this.file);
-    try {
-      db.exec('PRAGMA busy_timeout = 0');
-      // Looks before it writes anything: a foreign file must be left as it is.
-      await this.#retry(() => transaction(db, 'BEGIN', () => checkAndMigrate(db, this.file, false)));
-      await this.#retry(() => db.exec('PRAGMA journal_mode = WAL'));
-      await this.#retry(() => transaction(db, 'BEGIN IMMEDIATE', () => checkAndMigrate(db, this.file)));
-      const rows = new IntentRows(db, this.file);
-      if (hasFileStore(this.dir)) {
-        const now = this.#now();
-        const report = await this.#retry(() =>
-          transaction(db, 'BEGIN IMMEDIATE', () => importFileStore(db, rows, this.dir, now)),
-        );
-        retireFileStore(this.dir, now);
-        for (const bad of report?.quarantined ?? []) {
-          const { salvaged, ...event } = bad;
-          this.#listeners.emit({ type: 'quarantine', ...event, reason: quarantineReason(bad.reason, salvaged) });
-        }
-      }
-      let commits = 0;
-      const queue = new CommitQueue(db, {
-        file: this.file,
-        fsync: this.#fsync,
-        lockTimeout: this.#lockTimeout,
-        wrap: (error) => this.#wrap(error),
-        committed: () => {
-          // A store that writes a lot checkpoints from a worker thread (a checkpoint flushes
-          // twice: off the loop); a short-lived one keeps SQLite's auto-checkpoint.
-          if (++commits !== CHECKPOINTER_AFTER || !this.#fsync || this.#closed) return;
-          opened.checkpointer = new WalCheckpointer(this.file);
-          db.exec('PRAGMA wal_autocheckpoint = 0');
-        },
-      });
-      const legacyBlocked = Number(db.prepare('SELECT count(*) AS n FROM legacy_blocked').get()?.n);
-      const opened: Opened = {
-        db,
-        checkpointer: undefined,
-        rows,
-        queue,
-        legacyBlocked,
-        legacyLookup: db.prepare('SELECT reason, location FROM legacy_blocked WHERE id = ?'),
-        legacyDelete: db.prepare('DELETE FROM legacy_blocked WHERE id = ?'),
-      };
-      return opened;
-    } catch (error) {
-      db.close();
-      throw error;
+    const { db, rows, imported } = await openDatabase({
+      dir: this.dir,
+      file: this.file,
+      lockTimeout: this.#lockTimeout,
+      now: this.#now,
+    });
+    for (const { salvaged, ...event } of imported?.quarantined ?? []) {
+      this.#listeners.emit({ type: 'quarantine', ...event, reason: quarantineReason(event.reason, salvaged) });
     }
+    let commits = 0;
+    const queue = new CommitQueue(db, {
+      file: this.file,
+      fsync: this.#fsync,
+      lockTimeout: this.#lockTimeout,
+      wrap: (error) => this.#wrap(error),
+      committed: () => {
+        // A store that writes a lot checkpoints from a worker thread (a checkpoint flushes
+        // twice: off the loop); a short-lived one keeps SQLite's auto-checkpoint.
+        if (++commits !== CHECKPOINTER_AFTER || !this.#fsync || this.#closed) return;
+        opened.checkpointer = new WalCheckpointer(this.file);
+        db.exec('PRAGMA wal_autocheckpoint = 0');
+      },
+    });
+    const opened: Opened = {
+      db,
+      checkpointer: undefined,
+      rows,
+      queue,
+      legacyBlocked: Number(db.prepare('SELECT count(*) AS n FROM legacy_blocked').get()?.n),
+      legacyLookup: db.prepare('SELECT reason, location FROM legacy_blocked WHERE id = ?'),
+      legacyDelete: db.prepare('DELETE FROM legacy_blocked WHERE id = ?'),
+    };
+    return opened;
   }
 
   #write<T>(o: Opened, options: WriteOptions, run: (context: WriteContext) => T): Promise<T> {
@@ -346,24 +328,9 @@ export class SqliteStore implements Store, ObservableStore {
   }
 
   #read<T>(fn: () => T): Promise<T> {
-    return this.#retry(fn).catch((error: unknown) => {
+    return retryWhileBusy(fn, this.#lockTimeout).catch((error: unknown) => {
       throw this.#wrap(error);
     });
-  }
-
-  /** Runs `fn`, and again from a timer while another process holds the lock it needs. */
-  async #retry<T>(fn: () => T): Promise<T> {
-    const started = Date.now();
-    let delay = FIRST_RETRY_MS;
-    for (;;) {
-      try {
-        return fn();
-      } catch (error) {
-        if (!isBusy(error) || Date.now() - started > this.#lockTimeout) throw error;
-      }
-      await new Promise((resolve) => setTimeout(resolve, delay * (0.5 + Math.random() / 2)));
-      delay = Math.min(MAX_RETRY_MS, delay * 2);
-    }
   }
 
   /**
@@ -442,16 +409,3 @@ export async function openSqliteStore(options: SqliteStoreOptions = {}): Promise
 
 const quarantineReason = (reason: string, salvaged: boolean) =>
   `${reason}; ${salvaged ? 'its key was kept and the intent set to unknown' : 'no usable key: the intent is blocked until it is reconciled and deleted'}`;
-
-/** Runs `fn` in one transaction opened with `begin`; rolls back if it throws. */
-function transaction<T>(db: Db, begin: string, fn: () => T): T {
-  db.exec(begin);
-  try {
-    const result = fn();
-    db.exec('COMMIT');
-    return result;
-  } catch (error) {
-    if (db.isTransaction) db.exec('ROLLBACK');
-    throw error;
-  }
-}
