@@ -164,6 +164,39 @@ describe('SqliteStore file', () => {
   });
 });
 
+describe('SqliteStore under another process lock', () => {
+  it('waits from a timer while another connection holds the write lock: the event loop keeps running', async () => {
+    const { file, store } = await setup();
+    const other = new DatabaseSync(file);
+    other.exec('BEGIN IMMEDIATE');
+    let ticks = 0;
+    const ticker = setInterval(() => ticks++, 1);
+    const claim = store.claim(intentRecord('u1', 'a'));
+    const update = store.update('u1', 'a', (current) => current && { ...current, attempts: 1 });
+    while (ticks < 20) await new Promise((resolve) => setTimeout(resolve, 1));
+    other.exec('COMMIT');
+    other.close();
+    clearInterval(ticker);
+    expect((await claim).created).toBe(true);
+    expect((await update)?.attempts).toBe(1);
+  });
+
+  it('gives up with a StoreError after lockTimeout, having written nothing', async () => {
+    const { dir, remove } = await tempStoreDir();
+    cleanups.push(remove);
+    const store = await openSqliteStore({ dir, lockTimeout: 50 });
+    cleanups.push(() => store.close());
+    const other = new DatabaseSync(path.join(dir, 'intents.db'));
+    other.exec('BEGIN IMMEDIATE');
+    const error = await store.claim(intentRecord('u1', 'a')).catch((e: unknown) => e);
+    other.exec('ROLLBACK');
+    other.close();
+    expect(error).toBeInstanceOf(StoreError);
+    expect(error).toMatchObject({ code: 'STORE_FAILED', message: expect.stringMatching(/locked/) });
+    expect(await store.get('u1', 'a')).toBeUndefined();
+  });
+});
+
 describe('SqliteStore: a database file it cannot use is reported, never replaced', () => {
   async function opening(content: Buffer | string | ((file: string) => void)) {
     const { dir, remove } = await tempStoreDir();
