@@ -329,6 +329,25 @@ describe('SqliteStore quarantine', () => {
     expect((await store.list('u1')).map((r) => `${r.name}:${r.state}`)).toEqual(['pay:unknown']);
   });
 
+  it('an updater that throws over a damaged row undoes the quarantine too, alone or in a batch', async () => {
+    const { file, store, events } = await setup();
+    const damaged = JSON.stringify({ ...valid(), state: 'exploded' });
+    tamper(file, 'u1', 'pay', damaged);
+    const failing = () => {
+      throw new Error('updater failed');
+    };
+    await expect(store.update('u1', 'pay', failing)).rejects.toThrow('updater failed');
+    const [alongside] = await Promise.allSettled([
+      store.update('u1', 'pay', failing),
+      store.claim(intentRecord('u1', 'other')),
+    ]);
+    expect(alongside.status).toBe('rejected');
+    expect(events).toEqual([]);
+    expect(await store.listQuarantined()).toEqual([]);
+    expect((await store.get('u1', 'pay'))?.key).toBe('k-sent');
+    expect(events).toHaveLength(1);
+  });
+
   it('two stores meeting one bad row agree on the outcome', async () => {
     const { file, store, open } = await setup();
     const other = await open();
