@@ -50,3 +50,28 @@ export async function openDiskStore(dir: string, options: SqliteStoreOptions = {
   await store.open();
   return store;
 }
+
+/**
+ * The store asked for the durability the reworked engine will ask for (claims and
+ * outcomes relaxed, the `in_flight` write before a send strict), for an engine that does
+ * not pass it yet: an update's new state is predicted by running its (pure) updater on
+ * the record read just before (one extra read per update).
+ */
+export function withPlannedDurability(store: Core.Store): Core.Store {
+  return {
+    claim: (fresh, options) => store.claim(fresh, { durability: 'relaxed', ...options }),
+    get: (scope, name) => store.get(scope, name),
+    list: (scope, states) => store.list(scope, states),
+    delete: (scope, name, key) => store.delete(scope, name, key),
+    clear: (scope) => store.clear(scope),
+    sweep: (scope, now, options) => store.sweep(scope, now, options),
+    close: () => store.close?.() ?? Promise.resolve(),
+    async update(scope, name, updater, options) {
+      if (options?.durability) return store.update(scope, name, updater, options);
+      const current = await store.get(scope, name);
+      const next = updater(current && { ...current });
+      const sending = next?.state === 'in_flight' && current?.state !== 'in_flight';
+      return store.update(scope, name, updater, { durability: sending ? 'strict' : 'relaxed' });
+    },
+  };
+}

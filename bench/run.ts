@@ -92,9 +92,10 @@ try {
       concurrency: 64,
     });
     results.overhead = modes;
+    // The planned-durability row has no target of its own: it shows what the engine's rework buys.
     const targets = [
-      [le(modes[0]!.ratio.memory.median, 1.1), le(modes[0]!.ratio.disk.median, 2)],
-      [le(modes[1]!.ratio.memory.median, 1.1), le(modes[1]!.ratio.disk.median, 1.1)],
+      [le(modes[0]!.ratio.memory.median, 1.1), le(modes[0]!.ratio.disk.median, 2), undefined],
+      [le(modes[1]!.ratio.memory.median, 1.1), le(modes[1]!.ratio.disk.median, 1.1), undefined],
     ];
     overheadRows(modes).forEach(([measure, figure, detail], i) => {
       rows.push({
