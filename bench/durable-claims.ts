@@ -1,8 +1,9 @@
 /**
  * Section 2: durable claims against the disk's physical limit. Runs bench/disk-claims.ts
- * (owned with the file store: raw append + fdatasync one record at a time and 64 at a
- * time, FileStore claims sequential and at concurrency 64, interleaved in rounds, same
- * disk, same run) and turns its per-round rates into per-round ratios.
+ * (raw append + fdatasync one record at a time and 64 at a time, SqliteStore claims
+ * sequential and at concurrency 64, interleaved in rounds, same disk, same run) and turns
+ * its per-round rates into per-round ratios; then bench/sqlite-block.ts (how long one
+ * commit holds the event loop, 4 processes writing to one database).
  */
 import { execFile } from 'node:child_process';
 import path from 'node:path';
@@ -29,20 +30,41 @@ export interface ClaimsResult {
   sequential: Spread;
   /** Concurrent claims / raw batched, per round. */
   concurrent: Spread;
+  block: BlockResult;
 }
 
-export async function measureClaims(options: { seconds: number; rounds: number }): Promise<ClaimsResult> {
-  const script = path.join(import.meta.dirname, 'disk-claims.ts');
-  const { stdout } = await run(process.execPath, [script, String(options.seconds), String(options.rounds)], {
-    maxBuffer: 1 << 20,
+export interface BlockResult {
+  processes: number;
+  commits: number;
+  writesPerSecond: number;
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
+  cpuP50Ms: number;
+  cpuP99Ms: number;
+  cpuMaxMs: number;
+}
+
+async function lastJson<T>(script: string, args: string[], tag: string): Promise<T> {
+  const { stdout } = await run(process.execPath, [path.join(import.meta.dirname, script), ...args], {
+    maxBuffer: 64 << 20,
   });
   const line = stdout
     .trim()
     .split('\n')
     .reverse()
-    .find((l) => l.startsWith('{"bench":"disk-claims"'));
-  if (!line) throw new Error(`bench/disk-claims.ts printed no JSON result:\n${stdout}`);
-  const out = JSON.parse(line) as DiskClaimsOutput;
+    .find((l) => l.startsWith(`{"bench":"${tag}"`));
+  if (!line) throw new Error(`bench/${script} printed no JSON result:\n${stdout}`);
+  return JSON.parse(line) as T;
+}
+
+export async function measureClaims(options: { seconds: number; rounds: number }): Promise<ClaimsResult> {
+  const out = await lastJson<DiskClaimsOutput>(
+    'disk-claims.ts',
+    [String(options.seconds), String(options.rounds)],
+    'disk-claims',
+  );
+  const block = await lastJson<BlockResult>('sqlite-block.ts', ['3', '4'], 'sqlite-block');
   const ratio = (a: Rate, b: Rate) => out.all[a].map((value, i) => value / out.all[b][i]!);
   return {
     seconds: out.seconds,
@@ -50,6 +72,7 @@ export async function measureClaims(options: { seconds: number; rounds: number }
     perSecond: out.median,
     sequential: spread(ratio('storeSequential', 'rawSingle')),
     concurrent: spread(ratio('storeConcurrent', 'rawBatched')),
+    block,
   };
 }
 
@@ -59,14 +82,20 @@ export function claimsRows(c: ClaimsResult): string[][] {
   const r = c.perSecond;
   return [
     [
-      'disk claims sequential / raw append+fdatasync',
+      'SqliteStore claims sequential / raw append+fdatasync',
       pct(c.sequential),
       `${fmtRate(r.storeSequential)} vs ${fmtRate(r.rawSingle)} (${fmtRatio(c.sequential)})`,
     ],
     [
-      'disk claims at concurrency 64 / raw 64 per fdatasync',
+      'SqliteStore claims at concurrency 64 / raw 64 per fdatasync',
       pct(c.concurrent),
       `${fmtRate(r.storeConcurrent)} vs ${fmtRate(r.rawBatched)} records/s`,
+    ],
+    [
+      `event-loop block per commit, ${c.block.processes} processes (p99 / max)`,
+      `${c.block.p99Ms.toFixed(2)} / ${c.block.maxMs.toFixed(1)} ms`,
+      `p50 ${c.block.p50Ms.toFixed(2)} ms over ${c.block.commits} commits, ${Math.round(c.block.writesPerSecond)} writes/s; ` +
+        `thread CPU p50 ${c.block.cpuP50Ms.toFixed(2)} / p99 ${c.block.cpuP99Ms.toFixed(2)} / max ${c.block.cpuMaxMs.toFixed(1)} ms`,
     ],
   ];
 }

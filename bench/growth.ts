@@ -1,6 +1,6 @@
 /**
  * Section 3: does a claim get slower, or the process bigger, as intents pile up? With
- * 1k, 10k and 100k intents already stored (memory store and disk store): claim latency,
+ * 1k to 1M intents already stored (memory store and SqliteStore): claim latency,
  * resident memory, the time to open a disk store, and one bounded sweep call (`sweep`) that a
  * client's first `intent()` starts in the background.
  *
@@ -8,7 +8,7 @@
  * (round-robin), so that the machine's load hits every size alike; the figure is the
  * largest size's median over the smallest's. Memory figures come from one fresh child
  * process per size (growth-worker.ts). Disk stores are seeded through the store's own
- * API with fsync off (seeding only: `new FileStore({ dir, fsync: false })`), at
+ * API with fsync off (seeding only: `new SqliteStore({ dir, fsync: false })`), at
  * concurrency 64, which is how concurrent claims lay them out; they are measured with
  * fsync on.
  */
@@ -125,6 +125,6 @@ export function growthRows(g: GrowthResult): string[][] {
       `peak RSS ${p.sweep.baseRssMb} → ${p.sweep.peakRssMb} MB`,
     ]);
   }
-  rows.push(['seeding the disk stores (fsync off)', fmtMs(g.seedMs), 'through FileStore.claim, concurrency 64']);
+  rows.push(['seeding the disk stores (fsync off)', fmtMs(g.seedMs), 'through SqliteStore.claim, concurrency 64']);
   return rows;
 }

@@ -4,7 +4,7 @@
  * built file is imported directly and a note says so.
  */
 // Types from the sources, so that type-checking needs no build; values from dist/.
-import type { FileStore as FileStoreClass, FileStoreOptions } from '../node/file-store.ts';
+import type { SqliteStore as SqliteStoreClass, SqliteStoreOptions } from '../node/sqlite-store.ts';
 import type * as Core from '../src/index.ts';
 
 export const notes: string[] = [];
@@ -33,22 +33,20 @@ export const oncely: typeof Core = await importFirst<typeof Core>(
   (m) => typeof m.createClient === 'function' && typeof m.MemoryStore === 'function',
 );
 
-type FileStoreModule = {
-  FileStore: typeof FileStoreClass;
-  openFileStore?: (options?: FileStoreOptions) => Promise<FileStoreClass>;
-};
-const fileStoreModule = await importFirst<FileStoreModule>(
-  'FileStore',
-  ['oncely/node', '../dist/node/file-store.js'],
-  (m) => typeof m.FileStore === 'function',
+type SqliteStoreModule = { SqliteStore: typeof SqliteStoreClass };
+const sqliteStoreModule = await importFirst<SqliteStoreModule>(
+  'SqliteStore',
+  ['oncely/node', '../dist/node/sqlite-store.js'],
+  (m) => typeof m.SqliteStore === 'function',
 );
 
-export const { FileStore } = fileStoreModule;
-export type FileStore = FileStoreClass;
+/** The default store of `createClient` in Node. */
+export const { SqliteStore } = sqliteStoreModule;
+export type SqliteStore = SqliteStoreClass;
 
-/** A disk store in `dir`, opened (directories made) before it is timed. */
-export async function openDiskStore(dir: string, options: { fsync?: boolean } = {}): Promise<FileStoreClass> {
-  const store = new FileStore({ dir, ...options });
+/** The default Node store in `dir`, opened (file created, schema in place) before it is timed. */
+export async function openDiskStore(dir: string, options: SqliteStoreOptions = {}): Promise<SqliteStoreClass> {
+  const store = new SqliteStore({ dir, ...options });
   await store.open();
   return store;
 }

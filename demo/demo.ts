@@ -1,12 +1,12 @@
 // `npm run demo`: one checkout against a real HTTP contract server on 127.0.0.1 that
 // fails in three ways before it answers. Every attempt carries the same key; the server
-// counts one effect. Keys are stored on disk (a temp directory), as in production.
+// counts one effect. Keys are stored in SQLite on disk (a temp directory), as in production.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createClient, type OncelyEvent } from 'oncely';
 import { createContractServer } from 'oncely/mock';
-import { FileStore, listenContractServer } from 'oncely/node';
+import { listenContractServer, SqliteStore } from 'oncely/node';
 
 const dir = mkdtempSync(join(tmpdir(), 'oncely-demo-'));
 const contract = createContractServer();
@@ -34,7 +34,7 @@ const describeEvent = (event: OncelyEvent): string | undefined => {
 const api = createClient({
   baseUrl: server.url,
   scope: 'user_42',
-  store: new FileStore({ dir }),
+  store: new SqliteStore({ dir }),
   onEvent: (event) => {
     const line = describeEvent(event);
     if (line) console.log(line);

@@ -1,16 +1,53 @@
 /**
  * `oncely` as resolved in Node (the `node` export condition): the core API, with a
- * `createClient` whose store defaults to crash-safe files in the state directory.
+ * `createClient` whose store defaults to a SQLite database in the state directory.
  */
 import { type Client, type ClientOptions, createClient as createCoreClient } from '../src/client.js';
-import { FileStore } from './file-store.js';
+import type { ObservableStore, Store } from '../src/store/store.js';
+import { SqliteStore } from './sqlite-store.js';
 
 export * from '../src/index.js';
 
+/** The default stores of this process, by database file, with how many clients use each. */
+const shared = new Map<string, { store: SqliteStore; clients: number }>();
+
 /**
- * Creates a client whose keys live on disk (`$ONCELY_STATE_DIR`, else the OS state
- * directory, e.g. `~/.local/state/oncely`) unless `store` is given.
+ * The default store, shared by every client of the process that uses the same file, so
+ * that their writes share one connection and one group commit; closed with its last client.
+ */
+function defaultStore(): Store & ObservableStore {
+  const file = new SqliteStore().file;
+  let entry = shared.get(file);
+  if (!entry) {
+    entry = { store: new SqliteStore(), clients: 0 };
+    shared.set(file, entry);
+  }
+  entry.clients++;
+  const { store } = entry;
+  let closed = false;
+  return {
+    claim: (fresh, options) => store.claim(fresh, options),
+    get: (scope, name) => store.get(scope, name),
+    update: (scope, name, updater, options) => store.update(scope, name, updater, options),
+    delete: (scope, name, key) => store.delete(scope, name, key),
+    list: (scope, states) => store.list(scope, states),
+    clear: (scope) => store.clear(scope),
+    sweep: (scope, now, options) => store.sweep(scope, now, options),
+    subscribe: (listener) => store.subscribe(listener),
+    async close() {
+      if (closed) return;
+      closed = true;
+      if (--entry.clients > 0) return;
+      shared.delete(file);
+      await store.close();
+    },
+  };
+}
+
+/**
+ * Creates a client whose keys live in `intents.db` (`node:sqlite`) in the state directory
+ * (`$ONCELY_STATE_DIR`, else the OS one, e.g. `~/.local/state/oncely`) unless `store` is given.
  */
 export function createClient(options: ClientOptions): Client {
-  return createCoreClient({ ...options, store: options.store ?? new FileStore() });
+  return createCoreClient({ ...options, store: options.store ?? defaultStore() });
 }

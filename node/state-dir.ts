@@ -12,7 +12,7 @@ export interface StateDirContext {
 }
 
 /**
- * Where `FileStore` keeps its files unless told otherwise:
+ * Where the Node store (`SqliteStore`) keeps its database unless told otherwise:
  *
  * - `$ONCELY_STATE_DIR`, when set;
  * - Linux and other Unixes: `$XDG_STATE_HOME/oncely`, else `~/.local/state/oncely`;

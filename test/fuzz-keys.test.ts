@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FileStore } from '../node/file-store.js';
+import { SqliteStore } from '../node/sqlite-store.js';
 import {
   createClient,
   InvalidArgumentError,
@@ -170,11 +170,11 @@ describe('intent names', () => {
   describe.each([
     ['MemoryStore', async () => ({ store: new MemoryStore() as Store, done: async () => {} })],
     [
-      'FileStore',
+      'SqliteStore',
       async () => {
         const dir = await mkdtemp(path.join(tmpdir(), 'oncely-names-'));
         return {
-          store: new FileStore({ dir, fsync: false }) as Store,
+          store: new SqliteStore({ dir, fsync: false }) as Store,
           done: () => rm(dir, { recursive: true, force: true }),
         };
       },

@@ -1,5 +1,5 @@
 /**
- * Corrupted and truncated store records (FileStore files; IndexedDB values through
+ * Corrupted and truncated store records (SqliteStore rows; IndexedDB values through
  * fake-indexeddb). The intent that was sent and whose outcome is unknown is the one
  * that matters: a lost key would be a new key and a second effect. Whatever the damage,
  * a restarted client either keeps the key it sent (salvaged) or refuses with
@@ -7,14 +7,15 @@
  * are untouched; the store keeps working.
  */
 import 'fake-indexeddb/auto';
-import { mkdtemp, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { IDBFactory } from 'fake-indexeddb';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IdbStore } from '../browser/idb-store.js';
-import { FileStore } from '../node/file-store.js';
+import { SqliteStore } from '../node/sqlite-store.js';
 import { CorruptRecordError, createClient, OncelyError, type Store } from '../src/index.js';
 import { type ContractServer, createContractServer } from '../src/mock/index.js';
 import { settled } from './chaos/harness.js';
@@ -179,33 +180,27 @@ function damage(text: string, how: Damage, key: string, otherText: string): stri
   }
 }
 
-async function filesUnder(dir: string): Promise<string[]> {
-  const out: string[] = [];
-  for (const entry of await readdir(dir, { withFileTypes: true, recursive: true })) {
-    if (entry.isFile()) out.push(path.join(entry.parentPath, entry.name));
+/** The stored JSON of an intent, as it is in the database file. */
+function readRow(dir: string, name: string): string {
+  const db = new DatabaseSync(path.join(dir, 'intents.db'));
+  try {
+    const row = db.prepare('SELECT record FROM intents WHERE scope = ? AND name = ?').get(SCOPE, name);
+    if (!row) throw new Error(`no row of ${name}`);
+    return String(row.record);
+  } finally {
+    db.close();
   }
-  return out;
 }
 
-/** The record file of an intent: the `.jsonl` under `scopes/` whose line names it. */
-async function recordFile(dir: string, name: string): Promise<string> {
-  for (const file of await filesUnder(path.join(dir, 'scopes'))) {
-    if (!file.endsWith('.jsonl')) continue;
-    const text = await readFile(file, 'utf8');
-    const lines = text.split('\n').filter((l) => l !== '');
-    if (lines.length === 1 && lines[0]!.includes(`"name":${JSON.stringify(name)}`)) return file;
-  }
-  throw new Error(`no record file of ${name}`);
+/** Overwrites an intent's stored JSON behind the store's back, as damage would. */
+function writeRow(dir: string, name: string, data: string | Uint8Array) {
+  const db = new DatabaseSync(path.join(dir, 'intents.db'));
+  const text = typeof data === 'string' ? data : Buffer.from(data).toString('utf8');
+  db.prepare('UPDATE intents SET record = ? WHERE scope = ? AND name = ?').run(text, SCOPE, name);
+  db.close();
 }
 
-/** Replaces a file by rename: a hard-linked batch file of other intents stays as it was. */
-async function replaceFile(file: string, data: string | Uint8Array) {
-  const temp = `${file}.damage`;
-  await writeFile(temp, data);
-  await rename(temp, file);
-}
-
-describe('FileStore: damaged record files', () => {
+describe('SqliteStore: damaged rows', () => {
   it('a restarted client keeps the sent key or refuses with CorruptRecordError; never a new key', {
     timeout: chaosTimeout(120_000),
   }, async () => {
@@ -215,12 +210,12 @@ describe('FileStore: damaged record files', () => {
         const dir = await mkdtemp(path.join(tmpdir(), 'oncely-damage-'));
         try {
           const contract = createContractServer({ now: () => Date.now() });
-          const keys = await sendBoth(new FileStore({ dir, fsync: false }), contract);
-          const file = await recordFile(dir, 'pay');
-          const text = await readFile(file, 'utf8');
-          const otherText = await readFile(await recordFile(dir, 'other'), 'utf8');
-          await replaceFile(file, damage(text, how, keys.payKey, otherText));
-          await restartAndResume(new FileStore({ dir, fsync: false }), contract, keys);
+          const first = new SqliteStore({ dir, fsync: false });
+          const keys = await sendBoth(first, contract);
+          await first.close();
+          writeRow(dir, 'pay', damage(readRow(dir, 'pay'), how, keys.payKey, readRow(dir, 'other')));
+          const store = new SqliteStore({ dir, fsync: false });
+          await restartAndResume(store, contract, keys).finally(() => store.close());
         } finally {
           await rm(dir, { recursive: true, force: true });
         }
@@ -246,15 +241,16 @@ describe('FileStore: damaged record files', () => {
       const dir = await mkdtemp(path.join(tmpdir(), 'oncely-damage-'));
       try {
         const contract = createContractServer({ now: () => Date.now() });
-        const keys = await sendBoth(new FileStore({ dir, fsync: false }), contract);
-        const file = await recordFile(dir, 'pay');
-        const otherText = await readFile(await recordFile(dir, 'other'), 'utf8');
-        await replaceFile(file, damageText(await readFile(file, 'utf8'), otherText));
-        const store = new FileStore({ dir, fsync: false });
+        const first = new SqliteStore({ dir, fsync: false });
+        const keys = await sendBoth(first, contract);
+        await first.close();
+        writeRow(dir, 'pay', damageText(readRow(dir, 'pay'), readRow(dir, 'other')));
+        const store = new SqliteStore({ dir, fsync: false });
         await restartAndResume(store, contract, keys).catch((error: unknown) => {
           throw new Error(`${label}: ${String(error)}`);
         });
         expect((await store.listQuarantined(SCOPE)).length > 0, label).toBe(quarantined);
+        await store.close();
       } finally {
         await rm(dir, { recursive: true, force: true });
       }
@@ -323,22 +319,23 @@ describe('IdbStore (fake-indexeddb): damaged values', () => {
 });
 
 describe('known gap: a damaged record that is still valid', () => {
-  // Not fixed (FileStore / IdbStore design): records carry no checksum, so a key altered
+  // Not fixed (SqliteStore / IdbStore design): records carry no checksum, so a key altered
   // into another well-formed key (a bit flip inside it, a bad write by another program)
   // is indistinguishable from the real one, and the next resume sends a key the server
   // never saw: a second effect. A per-record checksum (e.g. CRC-32 of the line) would
   // let the store quarantine it and keep the intent blocked. This test fails today and
   // is marked so; when the gap closes, drop `.fails`.
-  it.fails('FileStore: a key changed by one character is detected, not sent', async () => {
+  it.fails('SqliteStore: a key changed by one character is detected, not sent', async () => {
     const dir = await mkdtemp(path.join(tmpdir(), 'oncely-damage-'));
     try {
       const contract = createContractServer({ now: () => Date.now() });
-      const keys = await sendBoth(new FileStore({ dir, fsync: false }), contract);
-      const file = await recordFile(dir, 'pay');
-      const text = await readFile(file, 'utf8');
+      const first = new SqliteStore({ dir, fsync: false });
+      const keys = await sendBoth(first, contract);
+      await first.close();
       const last = keys.payKey.at(-1) === '0' ? '1' : '0';
-      await replaceFile(file, text.replace(keys.payKey, `${keys.payKey.slice(0, -1)}${last}`));
-      await restartAndResume(new FileStore({ dir, fsync: false }), contract, keys);
+      writeRow(dir, 'pay', readRow(dir, 'pay').replace(keys.payKey, `${keys.payKey.slice(0, -1)}${last}`));
+      const store = new SqliteStore({ dir, fsync: false });
+      await restartAndResume(store, contract, keys).finally(() => store.close());
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

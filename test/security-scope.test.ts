@@ -1,7 +1,7 @@
 /**
  * Scope isolation: a client of scope A can never read, reuse or clear scope B's intents,
  * whatever the scope strings look like (prefixes of each other, JSON-looking, unicode,
- * quotes), in every store: memory, files, IndexedDB.
+ * quotes), in every store: memory, SQLite, IndexedDB.
  */
 import 'fake-indexeddb/auto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -11,7 +11,7 @@ import { IDBFactory } from 'fake-indexeddb';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IdbStore } from '../browser/idb-store.js';
-import { FileStore } from '../node/file-store.js';
+import { SqliteStore } from '../node/sqlite-store.js';
 import { createClient, MemoryStore, type Store } from '../src/index.js';
 import { createContractServer } from '../src/mock/index.js';
 import { settled } from './chaos/harness.js';
@@ -28,10 +28,10 @@ type Opened = { store: Store; done: () => Promise<void> };
 const stores: [string, () => Promise<Opened>][] = [
   ['MemoryStore', async () => ({ store: new MemoryStore(), done: async () => {} })],
   [
-    'FileStore',
+    'SqliteStore',
     async () => {
       const dir = await mkdtemp(path.join(tmpdir(), 'oncely-scope-'));
-      return { store: new FileStore({ dir, fsync: false }), done: () => rm(dir, { recursive: true, force: true }) };
+      return { store: new SqliteStore({ dir, fsync: false }), done: () => rm(dir, { recursive: true, force: true }) };
     },
   ],
   [

@@ -3,20 +3,28 @@
  * into the console; keys from a predictable source.
  */
 import 'fake-indexeddb/auto';
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { inspect } from 'node:util';
 import { IDBFactory } from 'fake-indexeddb';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import * as z from 'zod';
 import { IdbStore } from '../browser/idb-store.js';
-import { FileStore } from '../node/file-store.js';
+import { SqliteStore } from '../node/sqlite-store.js';
 import { type Client, createClient, MemoryStore, type Store } from '../src/index.js';
 import { mintKey } from '../src/intent/keys.js';
 import { type ContractServer, createContractServer } from '../src/mock/index.js';
 import { settled } from './chaos/harness.js';
 import { drive, useVirtualTime } from './chaos/virtual-time.js';
+
+/** A damaged row in the store's database, written behind its back. */
+function strayRow(dir: string, text: string) {
+  const db = new DatabaseSync(path.join(dir, 'intents.db'));
+  db.prepare("INSERT OR REPLACE INTO intents VALUES ('acct_1', 'stray', 'unknown', 0, ?)").run(text);
+  db.close();
+}
 
 let restore: () => void;
 beforeAll(() => {
@@ -114,14 +122,14 @@ describe('no request or response bodies in the store', () => {
     expectNoSecret(JSON.stringify(records), 'MemoryStore');
   });
 
-  it('FileStore: no file under the store directory (records, temp, quarantine) holds a secret', async () => {
+  it('SqliteStore: no file under the store directory (database, WAL, quarantine) holds a secret', async () => {
     const dir = await mkdtemp(path.join(tmpdir(), 'oncely-secrets-'));
     try {
-      const store = new FileStore({ dir, fsync: false });
+      const store = new SqliteStore({ dir, fsync: false });
       const contract = serverWithSecretResponses();
       await gauntlet(clientOver(store, contract), contract);
-      // A corrupt file quarantined on the way must not drag anything in either.
-      await writeFile(path.join(dir, 'scopes', 'stray.jsonl'), '{"oops":');
+      // A corrupt row quarantined on the way must not drag anything in either.
+      strayRow(dir, '{"oops":');
       await drive(store.list('acct_1'));
       await drive(store.close());
       let files = 0;
@@ -132,7 +140,7 @@ describe('no request or response bodies in the store', () => {
         files++;
         expectNoSecret((await readFile(file)).toString('latin1'), file);
       }
-      expect(files).toBeGreaterThanOrEqual(6);
+      expect(files).toBeGreaterThanOrEqual(1);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
@@ -179,7 +187,7 @@ describe('keys are not written to the console', () => {
     try {
       const contract = serverWithSecretResponses();
       const keys: string[] = [];
-      for (const store of [new MemoryStore(), new FileStore({ dir, fsync: false })]) {
+      for (const store of [new MemoryStore(), new SqliteStore({ dir, fsync: false })]) {
         const client = clientOver(store, contract);
         // A listener that throws: the library reports it, without the key.
         client.on('success', () => {
@@ -195,9 +203,9 @@ describe('keys are not written to the console', () => {
         await pending;
         await drive(settled(intent.post('payments', { json: { changed: true } })));
       }
-      // A quarantined file, and an expired intent.
-      await writeFile(path.join(dir, 'scopes', 'stray.jsonl'), 'garbage');
-      const late = clientOver(new FileStore({ dir, fsync: false }), contract, { keyTtl: 1 });
+      // A quarantined row, and an expired intent.
+      strayRow(dir, 'garbage');
+      const late = clientOver(new SqliteStore({ dir, fsync: false }), contract, { keyTtl: 1 });
       await drive(settled(late.pending()));
       await drive(
         settled((await drive(late.intent('unknown'))).post('payments', { json: { card: SECRET_BODY, amount: 4200 } })),

@@ -1,6 +1,6 @@
 /**
  * A worker process for the crash-loop test: performs intents `job:0` … `job:<total-1>`
- * of one scope against a contract server over HTTP, with a `FileStore`, until it is
+ * of one scope against a contract server over HTTP, with a `SqliteStore`, until it is
  * killed (SIGKILL, at any moment) or done. Each life first resumes what the previous
  * one left: every `client.pending()` intent, and every intent claimed but never sent, is
  * re-issued with the same request (the body is derived from the intent name).
@@ -15,7 +15,7 @@
  */
 import type * as Core from '../../src/index.js';
 
-type FileStoreClass = new (options: { dir: string; fsync?: boolean }) => Core.Store & { open(): Promise<void> };
+type SqliteStoreClass = new (options: { dir: string; fsync?: boolean }) => Core.Store & { open(): Promise<void> };
 
 const [dir, baseUrl, scope, totalText, fsyncText = '1'] = process.argv.slice(2);
 if (!dir || !baseUrl || !scope || !totalText) {
@@ -25,17 +25,38 @@ if (!dir || !baseUrl || !scope || !totalText) {
 const total = Number(totalText);
 const dist = (path: string) => new URL(`../../dist/${path}`, import.meta.url).href;
 const core = (await import(dist('src/index.js'))) as typeof Core;
-const nodeEntry = (await import(dist('node/index.js'))) as { FileStore?: FileStoreClass };
-const FileStore: FileStoreClass =
-  nodeEntry.FileStore ?? ((await import(dist('node/file-store.js'))) as { FileStore: FileStoreClass }).FileStore;
+const { SqliteStore } = (await import(dist('node/index.js'))) as { SqliteStore: SqliteStoreClass };
 
 // A SIGKILL loses nothing the kernel has (fsync matters for power cuts): some lives skip it, for speed.
-const store = new FileStore({ dir, fsync: fsyncText !== '0' });
+const store = new SqliteStore({ dir, fsync: fsyncText !== '0' });
 await store.open();
+
+/**
+ * The durability the engine asks for (claims and outcomes relaxed, the `in_flight` write
+ * before a send strict), for engines that do not pass it yet: an update's new state is
+ * predicted by running its (pure) updater on the record read just before.
+ */
+const withDurability: Core.Store = {
+  ...store,
+  get: (scope, name) => store.get(scope, name),
+  list: (scope, states) => store.list(scope, states),
+  delete: (scope, name, key) => store.delete(scope, name, key),
+  clear: (scope) => store.clear(scope),
+  sweep: (scope, now, options) => store.sweep(scope, now, options),
+  close: () => store.close?.() ?? Promise.resolve(),
+  claim: (fresh, options) => store.claim(fresh, { durability: 'relaxed', ...options }),
+  async update(scope, name, updater, options) {
+    if (options?.durability) return store.update(scope, name, updater, options);
+    const current = await store.get(scope, name);
+    const next = updater(current && { ...current });
+    const sending = next?.state === 'in_flight' && current?.state !== 'in_flight';
+    return store.update(scope, name, updater, { durability: sending ? 'strict' : 'relaxed' });
+  },
+};
 const client = core.createClient({
   baseUrl,
   scope,
-  store,
+  store: withDurability,
   retry: { maxAttempts: 4, baseDelay: 1, maxDelay: 5, maxRetryAfter: 5, timeout: 300, deadline: 5_000 },
 });
 const say = (line: string) => process.stdout.write(`${line}\n`);

@@ -1,10 +1,9 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
-import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { openFileStore } from '../node/file-store.js';
+import { openSqliteStore } from '../node/sqlite-store.js';
 import type { IntentState, StoreEvent } from '../src/store/store.js';
 import { tempStoreDir } from './fixtures/store-dirs.js';
 
@@ -88,7 +87,7 @@ function track(child: Child): Child {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-describe('FileStore across processes', () => {
+describe('SqliteStore across processes', () => {
   it('8 processes claiming one intent at once, each with its own key, all get one key', async () => {
     const { dir, remove } = await tempStoreDir();
     cleanups.push(remove);
@@ -102,10 +101,33 @@ describe('FileStore across processes', () => {
       const results = children.map((child) => JSON.parse(child.lines[1]!) as { key: string; created: boolean });
       expect(new Set(results.map((result) => result.key)).size).toBe(1);
       expect(results.filter((result) => result.created)).toHaveLength(1);
-      const store = await openFileStore({ dir });
+      const store = await openSqliteStore({ dir });
       expect((await store.get('pool', `job:${round}`))?.key).toBe(results[0]!.key);
+      await store.close();
     }
   }, 30_000);
+
+  it('updates are atomic across processes: 6 processes × 50 increments of one record lose none', async () => {
+    const { dir, remove } = await tempStoreDir();
+    cleanups.push(remove);
+    const store = await openSqliteStore({ dir });
+    await store.claim({
+      v: 1,
+      scope: 'pool',
+      name: 'n',
+      key: 'k',
+      state: 'ready',
+      attempts: 0,
+      createdAt: 1,
+      updatedAt: 1,
+    });
+    const children = Array.from({ length: 6 }, () => track(start(['count', dir, 'pool', 'n', '50'])));
+    await Promise.all(children.map((child) => child.waitFor('ready')));
+    for (const child of children) child.proc.stdin.write('go\n');
+    await Promise.all(children.map((child) => child.waitFor('done')));
+    expect((await store.get('pool', 'n'))?.attempts).toBe(300);
+    await store.close();
+  }, 60_000);
 
   it('survives 120 SIGKILLs at random points: every resolved claim and update is there, whole', async () => {
     const { dir, remove } = await tempStoreDir();
@@ -148,10 +170,9 @@ describe('FileStore across processes', () => {
     expect(reached.size).toBeGreaterThanOrEqual(20);
 
     const events: StoreEvent[] = [];
-    const store = await openFileStore({ dir });
+    const store = await openSqliteStore({ dir });
     store.subscribe((event) => events.push(event));
-    await store.close(); // waits for the clean-up started by opening
-    expect(await readdir(path.join(dir, 'tmp'))).toEqual([]);
+    expect(await store.integrityCheck()).toEqual(['ok']);
     const records = new Map((await store.list('jobs')).map((record) => [record.name, record]));
     for (const [name, key] of claimed) {
       const record = records.get(name);
@@ -160,6 +181,7 @@ describe('FileStore across processes', () => {
       if (!name.startsWith('shared-')) expect(order.indexOf(record!.state), name).toBeGreaterThanOrEqual(at);
     }
     expect(events).toEqual([]);
-    expect(await readdir(path.join(dir, 'quarantine'))).toEqual([]);
+    expect(await store.listQuarantined()).toEqual([]);
+    await store.close();
   }, 60_000);
 });

@@ -1,0 +1,303 @@
+/**
+ * Group commit on one SQLite connection: every write submitted during one event-loop
+ * turn runs in one `BEGIN IMMEDIATE` transaction (each in its own savepoint, so one
+ * failing write does not undo the others) and one commit. When another process holds
+ * the write lock (SQLITE_BUSY, `busy_timeout` is 0) the batch is retried from a timer:
+ * the event loop never sleeps on a lock.
+ *
+ * Commits run with `synchronous=NORMAL`: SQLite writes the WAL to the OS and does not
+ * sync it. A strict write resolves once the WAL file has been synced after its commit,
+ * by an `fdatasync` on the thread pool (never on the event loop), which also syncs every
+ * earlier relaxed commit, of any process. Commits made while a sync runs wait for the
+ * next one (pipelined group commit). Frames that left the WAL meanwhile were moved by a
+ * checkpoint, which SQLite syncs itself.
+ */
+import { channel } from 'node:diagnostics_channel';
+import { type FileHandle, open } from 'node:fs/promises';
+import { StoreError } from '../src/errors.js';
+import { type Db, isBusy } from './sqlite-driver.js';
+
+/** What a write sees while it runs inside the transaction. */
+export interface WriteContext {
+  /** Runs `fn` once the transaction has committed (reports, events). */
+  afterCommit(fn: () => void): void;
+  /** Keeps this write's changes but rejects its promise with `error` once committed. */
+  failAfterCommit(error: unknown): never;
+}
+
+interface Job {
+  strict: boolean;
+  run: (context: WriteContext) => unknown;
+  resolve: (value: unknown) => void;
+  reject: (error: unknown) => void;
+}
+
+class CommitThenReject {
+  readonly error: unknown;
+  constructor(error: unknown) {
+    this.error = error;
+  }
+}
+
+/**
+ * Publishes `{ ms, cpuMs, writes }` after each commit (wall and this thread's CPU time), for whoever subscribes (the bench
+ * measures how long a commit holds the event loop). Costs nothing without subscribers.
+ */
+export const commitChannel = channel('oncely:sqlite:commit');
+
+/** Writes in one commit at most: bounds how long one commit holds the event loop. */
+const MAX_BATCH = 256;
+const FIRST_RETRY_MS = 1;
+const MAX_RETRY_MS = 25;
+
+export interface CommitQueueOptions {
+  /** The database file; its WAL is `<file>-wal`. */
+  file: string;
+  /** false: never sync (tests, throwaway stores). */
+  fsync: boolean;
+  /** How long a batch waits for other processes' lock before its writes fail (ms). */
+  lockTimeout: number;
+  /** Turns a SQLite error into the error the caller gets. */
+  wrap: (error: unknown) => unknown;
+  /** Called after each commit. */
+  committed?: () => void;
+}
+
+export class CommitQueue {
+  readonly #db: Db;
+  readonly #options: CommitQueueOptions;
+  #waiting: Job[] = [];
+  #scheduled = false;
+  /** When the batch now waiting for the lock first tried it, and its next delay. */
+  #busySince: number | undefined;
+  #retryDelay = FIRST_RETRY_MS;
+  #idle: (() => void)[] = [];
+  /** Strict writes committed, waiting for the next sync of the WAL. */
+  #unsynced: (() => void)[] = [];
+  #unsyncedFailed: ((error: unknown) => void)[] = [];
+  #syncing = false;
+  /** The WAL, kept open: SQLite removes it only when its last connection closes, and ours is open. */
+  #wal: FileHandle | undefined;
+
+  readonly #sql;
+
+  constructor(db: Db, options: CommitQueueOptions) {
+    this.#db = db;
+    this.#options = options;
+    db.exec(`PRAGMA synchronous = ${options.fsync ? 'NORMAL' : 'OFF'}`);
+    // Prepared once: parsing these on every commit showed in the commit's time.
+    const prepare = (sql: string) => db.prepare(sql);
+    this.#sql = {
+      begin: prepare('BEGIN IMMEDIATE'),
+      commit: prepare('COMMIT'),
+      savepoint: prepare('SAVEPOINT job'),
+      release: prepare('RELEASE job'),
+      rollbackTo: prepare('ROLLBACK TO job'),
+    };
+  }
+
+  /**
+   * Runs `run` inside the next commit and resolves with what it returned once that
+   * commit is done: synced when `strict` (which syncs every earlier relaxed commit too,
+   * the WAL being one file), merely written to the OS when relaxed. `run` must be
+   * synchronous; it runs again if the commit has to be retried.
+   */
+  submit<T>(strict: boolean, run: (context: WriteContext) => T): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.#waiting.push({ strict, run, resolve: resolve as (value: unknown) => void, reject });
+      this.#schedule(0);
+    });
+  }
+
+  /** Closes the WAL handle once nothing is waiting. */
+  async close(): Promise<void> {
+    await this.idle();
+    await this.#wal?.close();
+    this.#wal = undefined;
+  }
+
+  /** `fdatasync` of the WAL through a descriptor of our own: a sync flushes the file, whoever wrote it. */
+  async #syncWal(): Promise<void> {
+    try {
+      this.#wal ??= await open(`${this.#options.file}-wal`, 'r+');
+    } catch (error) {
+      // No WAL: everything is in the database file, which SQLite syncs when it checkpoints.
+      if ((error as { code?: unknown }).code === 'ENOENT') return;
+      throw error;
+    }
+    await this.#wal.datasync();
+  }
+
+  /** Resolves once nothing is waiting for a commit or a sync. */
+  idle(): Promise<void> {
+    if (this.#waiting.length === 0 && !this.#scheduled && !this.#syncing) return Promise.resolve();
+    return new Promise((resolve) => this.#idle.push(resolve));
+  }
+
+  #schedule(delay: number): void {
+    if (this.#scheduled) return;
+    this.#scheduled = true;
+    const flush = () => {
+      this.#scheduled = false;
+      this.#flush();
+    };
+    // Jittered, so that processes waiting for one another do not retry in step.
+    if (delay === 0) setImmediate(flush);
+    else setTimeout(flush, delay * (0.5 + Math.random() / 2));
+  }
+
+  #flush(): void {
+    const batch = this.#waiting.splice(0, MAX_BATCH);
+    if (batch.length > 0) this.#commit(batch);
+    if (this.#waiting.length > 0) this.#schedule(this.#busySince === undefined ? 0 : this.#retryDelay);
+    else this.#settleIdle();
+  }
+
+  #settleIdle(): void {
+    if (this.#waiting.length === 0 && !this.#scheduled && !this.#syncing) {
+      for (const resolve of this.#idle.splice(0)) resolve();
+    }
+  }
+
+  #commit(batch: Job[]): void {
+    if (!commitChannel.hasSubscribers) {
+      this.#run(batch);
+      return;
+    }
+    const started = performance.now();
+    const cpu = process.threadCpuUsage();
+    this.#run(batch);
+    const used = process.threadCpuUsage(cpu);
+    const cpuMs = (used.user + used.system) / 1000;
+    commitChannel.publish({ ms: performance.now() - started, cpuMs, writes: batch.length });
+  }
+
+  #run(batch: Job[]): void {
+    const db = this.#db;
+    const sql = this.#sql;
+    try {
+      sql.begin.run();
+    } catch (error) {
+      this.#failedToStart(batch, error);
+      return;
+    }
+    const after: (() => void)[] = [];
+    const outcomes: ({ value: unknown } | { error: unknown })[] = [];
+    let aborted: unknown;
+    // One write alone needs no savepoint: its failure rolls the whole transaction back.
+    const alone = batch.length === 1;
+    for (const job of batch) {
+      if (aborted !== undefined) break;
+      if (!alone) sql.savepoint.run();
+      // Kept only if the job's changes are: a rolled-back quarantine must not be reported.
+      const jobAfter: (() => void)[] = [];
+      const context: WriteContext = {
+        afterCommit: (fn) => jobAfter.push(fn),
+        failAfterCommit: (error) => {
+          throw new CommitThenReject(error);
+        },
+      };
+      try {
+        outcomes.push({ value: job.run(context) });
+        if (!alone) sql.release.run();
+        after.push(...jobAfter);
+      } catch (error) {
+        if (!db.isTransaction) {
+          // SQLite ended the transaction itself (I/O error, full disk): nothing of it stays.
+          aborted = error;
+          break;
+        }
+        if (error instanceof CommitThenReject) {
+          if (!alone) sql.release.run();
+          after.push(...jobAfter);
+          outcomes.push({ error: error.error });
+        } else {
+          if (alone) db.exec('ROLLBACK');
+          else {
+            sql.rollbackTo.run();
+            sql.release.run();
+          }
+          outcomes.push({ error });
+        }
+      }
+    }
+    if (aborted === undefined && db.isTransaction) {
+      try {
+        sql.commit.run();
+      } catch (error) {
+        aborted = error;
+      }
+    }
+    if (aborted !== undefined) {
+      if (db.isTransaction) db.exec('ROLLBACK');
+      if (isBusy(aborted)) {
+        this.#failedToStart(batch, aborted);
+        return;
+      }
+      const wrapped = this.#options.wrap(aborted);
+      for (const job of batch) job.reject(wrapped);
+      return;
+    }
+    this.#busySince = undefined;
+    this.#retryDelay = FIRST_RETRY_MS;
+    for (const fn of after) fn();
+    this.#options.committed?.();
+    for (const [i, job] of batch.entries()) {
+      const outcome = outcomes[i]!;
+      const settle = () => ('value' in outcome ? job.resolve(outcome.value) : job.reject(outcome.error));
+      // A strict write that found a record (maybe committed relaxed elsewhere) waits for the sync too.
+      if (job.strict && this.#options.fsync) {
+        this.#unsynced.push(settle);
+        this.#unsyncedFailed.push(job.reject);
+      } else settle();
+    }
+    this.#sync();
+  }
+
+  /** Syncs the WAL for the strict writes committed so far; again if more came meanwhile. */
+  #sync(): void {
+    if (this.#syncing || this.#unsynced.length === 0) return;
+    this.#syncing = true;
+    const settle = this.#unsynced.splice(0);
+    const fail = this.#unsyncedFailed.splice(0);
+    this.#syncWal()
+      .then(
+        () => {
+          for (const fn of settle) fn();
+        },
+        (error: unknown) => {
+          const wrapped = new StoreError(`oncely could not sync its database to disk: ${String(error)}`, {
+            cause: error,
+          });
+          for (const fn of fail) fn(wrapped);
+        },
+      )
+      .finally(() => {
+        this.#syncing = false;
+        this.#sync();
+        this.#settleIdle();
+      });
+  }
+
+  /** The lock is taken (retry later, from a timer) or the database failed (reject). */
+  #failedToStart(batch: Job[], error: unknown): void {
+    if (!isBusy(error)) {
+      const wrapped = this.#options.wrap(error);
+      for (const job of batch) job.reject(wrapped);
+      return;
+    }
+    const now = Date.now();
+    this.#busySince ??= now;
+    if (now - this.#busySince > this.#options.lockTimeout) {
+      this.#busySince = undefined;
+      const timeout = new StoreError(
+        `oncely's database stayed locked by another process for over ${this.#options.lockTimeout} ms; nothing was written.`,
+        { cause: error },
+      );
+      for (const job of batch) job.reject(timeout);
+      return;
+    }
+    this.#waiting.unshift(...batch);
+    this.#retryDelay = Math.min(MAX_RETRY_MS, this.#retryDelay * 2);
+  }
+}
