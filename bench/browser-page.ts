@@ -15,6 +15,8 @@
  *   made in response to a click, since Chromium defers IndexedDB (and Web Locks) replies
  *   after a click until the next frame is drawn (`DeferRendererTasksAfterInput`).
  */
+
+import { QueryClient, QueryClientProvider, useMutation } from '@tanstack/react-query';
 import { createClient, LocalCoordinator } from 'oncely';
 import { IdbStore } from 'oncely/browser';
 import { useIdempotentMutation } from 'oncely/react';
@@ -133,14 +135,66 @@ function Checkout({ intent, variant }: { intent: string; variant: keyof typeof c
   );
 }
 
-function benchMount(variant: keyof typeof clients): Promise<void> {
+const queryClient = new QueryClient();
+
+/** The floor: TanStack's `useMutation` with a plain fetch, no key, no store, no lock. */
+function TanstackCheckout({ intent }: { intent: string }) {
+  const pay = useMutation({
+    mutationFn: async () => {
+      const res = await fetch(`${baseUrl}ok`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ amount: 1999, cart: intent }),
+      });
+      return res.json();
+    },
+  });
+  useEffect(() => {
+    ready?.();
+  }, []);
+  useEffect(() => {
+    if (pay.status === 'success' && pending) {
+      clicked?.({ ...pending, done: performance.now() });
+      pending = undefined;
+    }
+  }, [pay.status]);
+  return createElement(
+    'button',
+    {
+      id: 'pay',
+      type: 'button',
+      disabled: pay.status !== 'idle',
+      onClick: (event: { timeStamp: number }) => {
+        pending = {
+          event: event.timeStamp,
+          handler: performance.now(),
+          stored: Number.NaN,
+          fetch: Number.NaN,
+          done: 0,
+        };
+        pay.mutate();
+      },
+    },
+    pay.status,
+  );
+}
+
+function benchMount(variant: keyof typeof clients | 'tanstack'): Promise<void> {
   const intent = `checkout:${crypto.randomUUID()}`;
   lastClick = new Promise((resolve) => {
     clicked = resolve;
   });
   return new Promise((resolve) => {
     ready = resolve;
-    root.render(createElement(Checkout, { key: intent, intent, variant }));
+    root.render(
+      variant === 'tanstack'
+        ? createElement(
+            QueryClientProvider,
+            { client: queryClient },
+            createElement(TanstackCheckout, { key: intent, intent }),
+          )
+        : createElement(Checkout, { key: intent, intent, variant }),
+    );
   });
 }
 

@@ -48,6 +48,8 @@ export interface BrowserResult {
   clickLocalLock: ClickResult;
   /** The default client, the click dispatched by script: no input event, no deferral until the next frame. */
   clickScript: ClickResult;
+  /** TanStack `useMutation` + plain fetch, real click: the floor of any React mutation. */
+  clickTanstack: ClickResult;
   /** A bare `IdbStore` claim started in a click handler (real input): the browser's floor. */
   bareClaimAfterClick: { n: number } & Timing;
 }
@@ -118,14 +120,14 @@ export async function measureBrowser(options: { claims: number; clicks: number }
     const isolated = await page.evaluate(() => globalThis.crossOriginIsolated);
     if (!isolated) throw new Error('the bench page is not cross-origin isolated: timer resolution would be 100 µs');
 
-    const clicks = { weblocks: [] as Click[], local: [] as Click[], script: [] as Click[] };
+    const clicks = { weblocks: [] as Click[], local: [] as Click[], script: [] as Click[], tanstack: [] as Click[] };
     let bare: number[] = [];
     for (let i = 0; i < options.clicks + 10; i++) {
       // Alternate the variants, so that the machine's load hits them alike.
-      for (const variant of ['weblocks', 'local', 'script'] as const) {
+      for (const variant of ['weblocks', 'local', 'script', 'tanstack'] as const) {
         await page.evaluate(
           (v) => (globalThis as unknown as { benchMount(v: string): Promise<void> }).benchMount(v),
-          variant === 'local' ? 'local' : 'weblocks',
+          variant === 'script' ? 'weblocks' : variant,
         );
         if (variant === 'script') await page.evaluate(() => document.querySelector<HTMLButtonElement>('#pay')!.click());
         else await page.click('#pay');
@@ -148,6 +150,7 @@ export async function measureBrowser(options: { claims: number; clicks: number }
       click: clickResult(clicks.weblocks),
       clickLocalLock: clickResult(clicks.local),
       clickScript: clickResult(clicks.script),
+      clickTanstack: clickResult(clicks.tanstack),
       bareClaimAfterClick: { n: bare.length, ...stat(bare) },
     };
   } finally {
@@ -177,5 +180,10 @@ export function browserRows(b: BrowserResult): string[][] {
     clickRow('click → request leaves, useIdempotentMutation', b.click),
     clickRow('  same, LocalCoordinator (no Web Lock)', b.clickLocalLock),
     clickRow('  same, click dispatched by script (no deferral)', b.clickScript),
+    [
+      `  floor: TanStack useMutation + fetch (${b.clickTanstack.n} clicks)`,
+      fmtMs(b.clickTanstack.handlerToFetch.medianMs),
+      `p95 ${fmtMs(b.clickTanstack.handlerToFetch.p95Ms)}; no key, no store, no lock`,
+    ],
   ];
 }

@@ -1,6 +1,6 @@
-import { v7 } from 'uuid';
 import { InvalidKeyError } from '../errors.js';
 import { isPrintableAscii } from '../profiles/sf-string.js';
+import { intentId } from '../store/record-rules.js';
 
 /**
  * How `client.intent()` gets a key when none is stored yet.
@@ -62,9 +62,13 @@ function sha1(data: Uint8Array): Uint8Array {
 
 /** Mints a new key. Random bits come from the platform's cryptographic RNG. */
 export function mintKey(kind: KeyKind, scope: string, name: string): string {
-  if (kind === 'v7') return v7();
-  if (kind === 'v4') return uuid(crypto.getRandomValues(new Uint8Array(16)), 4);
-  const name_ = new TextEncoder().encode(JSON.stringify([scope, name]));
+  if (kind !== 'derived') {
+    const bytes = crypto.getRandomValues(new Uint8Array(16));
+    // UUIDv7: the first 48 bits are the Unix time in ms, big-endian; the rest stays random.
+    if (kind === 'v7') for (let i = 0, ms = Date.now(); i < 6; i++) bytes[i] = ms / 2 ** (40 - 8 * i);
+    return uuid(bytes, kind === 'v7' ? 7 : 4);
+  }
+  const name_ = new TextEncoder().encode(intentId(scope, name));
   return uuid(sha1(new Uint8Array([...DERIVED_KEY_NAMESPACE, ...name_])), 5);
 }
 

@@ -1,4 +1,5 @@
 import { InvalidArgumentError } from '../errors.js';
+import { MAX_KEY_LENGTH } from '../intent/keys.js';
 import type { IntentRecord } from './store.js';
 
 type Check = (value: unknown) => boolean;
@@ -11,12 +12,16 @@ const opt =
     v === undefined || check(v);
 const STATES = ['ready', 'in_flight', 'succeeded', 'failed', 'unknown'];
 
+/** A key a record may hold: 1 to MAX_KEY_LENGTH characters (what a caller may choose is narrower: `validateKey`). */
+export const isStoredKey = (v: unknown): v is string =>
+  typeof v === 'string' && v.length >= 1 && v.length <= MAX_KEY_LENGTH;
+
 /** The record's fields in order, each with its check (a hand validator: no schema library in the bundle). */
 const FIELDS: [keyof IntentRecord, Check][] = [
   ['v', (v) => v === 1],
   ['scope', str],
   ['name', str],
-  ['key', (v) => str(v) && (v as string).length >= 1 && (v as string).length <= 255],
+  ['key', isStoredKey],
   ['state', (v) => STATES.includes(v as string)],
   ['fingerprint', opt(str)],
   ['attempts', (v) => int(v) && (v as number) >= 0],
