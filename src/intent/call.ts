@@ -28,10 +28,10 @@ import { renewLease, toInFlight, toSettled, toUnsent, withMoreAttempts } from '.
  * must not fire an I/O bound before the I/O had a chance to finish.
  */
 const io = {
-  setTimeout: globalThis.setTimeout,
-  clearTimeout: globalThis.clearTimeout,
-  setInterval: globalThis.setInterval,
-  clearInterval: globalThis.clearInterval,
+  setTimeout: globalThis.setTimeout.bind(globalThis),
+  clearTimeout: globalThis.clearTimeout.bind(globalThis),
+  setInterval: globalThis.setInterval.bind(globalThis),
+  clearInterval: globalThis.clearInterval.bind(globalThis),
 };
 
 /** A creation time this far in the future is a clock that jumped, not skew between machines. */
