@@ -52,6 +52,8 @@ export interface BrowserResult {
   clickTanstack: ClickResult;
   /** A bare `IdbStore` claim started in a click handler (real input): the browser's floor. */
   bareClaimAfterClick: { n: number } & Timing;
+  /** The same write and a Web Lock, made by a Worker the click handler messages (real input). */
+  workerClaimAfterClick: { n: number; received: Timing; written: Timing } & Timing;
 }
 
 async function bundlePage(): Promise<string> {
@@ -122,6 +124,7 @@ export async function measureBrowser(options: { claims: number; clicks: number }
 
     const clicks = { weblocks: [] as Click[], local: [] as Click[], script: [] as Click[], tanstack: [] as Click[] };
     let bare: number[] = [];
+    let inWorker: number[] = [];
     for (let i = 0; i < options.clicks + 10; i++) {
       // Alternate the variants, so that the machine's load hits them alike.
       for (const variant of ['weblocks', 'local', 'script', 'tanstack'] as const) {
@@ -141,8 +144,19 @@ export async function measureBrowser(options: { claims: number; clicks: number }
         (n) => (globalThis as unknown as { benchBareClaims(n: number): Promise<number[]> }).benchBareClaims(n),
         i + 1,
       );
+      await page.click('#worker');
+      inWorker = await page.evaluate(
+        (n) => (globalThis as unknown as { benchWorkerClaims(n: number): Promise<number[]> }).benchWorkerClaims(n),
+        i + 1,
+      );
     }
     bare = bare.slice(10);
+    inWorker = inWorker.slice(10);
+    const steps = (
+      await page.evaluate(() =>
+        (globalThis as unknown as { benchWorkerSteps(): { received: number; written: number }[] }).benchWorkerSteps(),
+      )
+    ).slice(10);
     if (errors.length > 0) throw new Error(`page errors: ${errors.join('; ')}`);
     return {
       chromium: browser.version(),
@@ -152,6 +166,12 @@ export async function measureBrowser(options: { claims: number; clicks: number }
       clickScript: clickResult(clicks.script),
       clickTanstack: clickResult(clicks.tanstack),
       bareClaimAfterClick: { n: bare.length, ...stat(bare) },
+      workerClaimAfterClick: {
+        n: inWorker.length,
+        ...stat(inWorker),
+        received: stat(steps.map((s) => s.received)),
+        written: stat(steps.map((s) => s.written)),
+      },
     };
   } finally {
     await browser.close();
@@ -160,7 +180,7 @@ export async function measureBrowser(options: { claims: number; clicks: number }
 }
 
 export function browserRows(b: BrowserResult): string[][] {
-  const { idbClaim, bareClaimAfterClick: floor } = b;
+  const { idbClaim, bareClaimAfterClick: floor, workerClaimAfterClick: inWorker } = b;
   const clickRow = (label: string, c: ClickResult) => [
     `${label} (${c.n} clicks)`,
     fmtMs(c.handlerToFetch.medianMs),
@@ -176,6 +196,11 @@ export function browserRows(b: BrowserResult): string[][] {
       `  same, started in a click handler (${floor.n} clicks): the floor`,
       fmtMs(floor.medianMs),
       `p95 ${fmtMs(floor.p95Ms)}; Chromium defers IndexedDB replies after a click until the next frame`,
+    ],
+    [
+      `  same plus a Web Lock, in a Worker messaged from the click handler (${inWorker.n} clicks)`,
+      fmtMs(inWorker.medianMs),
+      `p95 ${fmtMs(inWorker.p95Ms)}; in the worker: message in at ${fmtMs(inWorker.received.medianMs)}, lock + write done at ${fmtMs(inWorker.written.medianMs)}`,
     ],
     clickRow('click → request leaves, useIdempotentMutation', b.click),
     clickRow('  same, LocalCoordinator (no Web Lock)', b.clickLocalLock),
