@@ -60,12 +60,35 @@ function sha1(data: Uint8Array): Uint8Array {
   return new Uint8Array(h.flatMap((x) => [x >>> 24, (x >>> 16) & 255, (x >>> 8) & 255, x & 255]));
 }
 
+/** The last v7 time and counter: keys minted in one millisecond stay in order (RFC 9562, method 1). */
+const last = { ms: 0, seq: 0 };
+
+/**
+ * UUIDv7 fields over random bytes: 48 bits of Unix time in ms, then a 26-bit counter (the 4
+ * bits after the version, 8, and the 6 after the variant) that starts random in its lower
+ * half each millisecond and carries into the time when full; the rest stays random.
+ */
+function v7Fields(bytes: Uint8Array): void {
+  const now = Date.now();
+  if (now > last.ms) {
+    last.ms = now;
+    last.seq = (bytes[9]! << 17) | (bytes[10]! << 9) | (bytes[11]! << 1);
+  } else if (++last.seq >= 2 ** 26) {
+    last.ms++;
+    last.seq = 0;
+  }
+  for (let i = 0; i < 6; i++) bytes[i] = last.ms / 2 ** (40 - 8 * i);
+  bytes[6] = last.seq >>> 22;
+  bytes[7] = last.seq >>> 14;
+  bytes[8] = (last.seq >>> 8) & 0x3f;
+  bytes[9] = last.seq;
+}
+
 /** Mints a new key. Random bits come from the platform's cryptographic RNG. */
 export function mintKey(kind: KeyKind, scope: string, name: string): string {
   if (kind !== 'derived') {
     const bytes = crypto.getRandomValues(new Uint8Array(16));
-    // UUIDv7: the first 48 bits are the Unix time in ms, big-endian; the rest stays random.
-    if (kind === 'v7') for (let i = 0, ms = Date.now(); i < 6; i++) bytes[i] = ms / 2 ** (40 - 8 * i);
+    if (kind === 'v7') v7Fields(bytes);
     return uuid(bytes, kind === 'v7' ? 7 : 4);
   }
   const name_ = new TextEncoder().encode(intentId(scope, name));
