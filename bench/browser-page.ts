@@ -15,6 +15,8 @@
  *   made in response to a click, since Chromium defers IndexedDB (and Web Locks) replies
  *   after a click until the next frame is drawn (`DeferRendererTasksAfterInput`).
  */
+
+import { QueryClient, QueryClientProvider, useMutation } from '@tanstack/react-query';
 import { createClient, LocalCoordinator } from 'oncely';
 import { IdbStore } from 'oncely/browser';
 import { useIdempotentMutation } from 'oncely/react';
@@ -80,6 +82,55 @@ const benchBareClaims = async (n: number): Promise<number[]> => {
   return bareClaims.slice();
 };
 
+/**
+ * The same durable write and a Web Lock, made by a dedicated Worker that the click handler
+ * messages: workers get no input deferral, so this is the floor of a store that lives in a
+ * Worker (the design that would keep the strict write before the first byte).
+ */
+const workerSource = `
+  let db;
+  const open = new Promise((resolve) => {
+    const req = indexedDB.open('bench-worker', 1);
+    req.onupgradeneeded = () => req.result.createObjectStore('intents');
+    req.onsuccess = () => resolve((db = req.result));
+  });
+  const at = () => performance.timeOrigin + performance.now();
+  onmessage = async ({ data }) => {
+    const received = at();
+    await open;
+    await navigator.locks.request('bench:' + data.id, () => new Promise((resolve) => {
+      const tx = db.transaction('intents', 'readwrite', { durability: 'strict' });
+      tx.objectStore('intents').put(data.record, data.id);
+      tx.oncomplete = resolve;
+    }));
+    postMessage({ id: data.id, received, written: at() });
+  };`;
+const worker = new Worker(URL.createObjectURL(new Blob([workerSource], { type: 'text/javascript' })));
+const workerClaims: number[] = [];
+/** Per click, in ms from the handler: message received by the worker, lock + write done there. */
+const workerSteps: { received: number; written: number }[] = [];
+const workerStarts = new Map<string, number>();
+worker.onmessage = ({ data }: MessageEvent<{ id: string; received: number; written: number }>) => {
+  const start = workerStarts.get(data.id)!;
+  const origin = performance.timeOrigin;
+  workerClaims.push(performance.now() - start);
+  workerSteps.push({ received: data.received - origin - start, written: data.written - origin - start });
+};
+const viaWorker = document.createElement('button');
+viaWorker.id = 'worker';
+viaWorker.textContent = 'worker claim';
+viaWorker.addEventListener('click', () => {
+  const id = crypto.randomUUID();
+  workerStarts.set(id, performance.now());
+  worker.postMessage({ id, record: record(`worker-${id}`) });
+});
+document.body.append(viaWorker);
+const benchWorkerClaims = async (n: number): Promise<number[]> => {
+  while (workerClaims.length < n) await new Promise((resolve) => setTimeout(resolve, 5));
+  return workerClaims.slice();
+};
+const benchWorkerSteps = () => workerSteps.slice();
+
 const baseUrl = `${location.origin}/`;
 const clients = {
   weblocks: createClient({ baseUrl, scope: 'bench' }),
@@ -133,17 +184,77 @@ function Checkout({ intent, variant }: { intent: string; variant: keyof typeof c
   );
 }
 
-function benchMount(variant: keyof typeof clients): Promise<void> {
+const queryClient = new QueryClient();
+
+/** The floor: TanStack's `useMutation` with a plain fetch, no key, no store, no lock. */
+function TanstackCheckout({ intent }: { intent: string }) {
+  const pay = useMutation({
+    mutationFn: async () => {
+      const res = await fetch(`${baseUrl}ok`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ amount: 1999, cart: intent }),
+      });
+      return res.json();
+    },
+  });
+  useEffect(() => {
+    ready?.();
+  }, []);
+  useEffect(() => {
+    if (pay.status === 'success' && pending) {
+      clicked?.({ ...pending, done: performance.now() });
+      pending = undefined;
+    }
+  }, [pay.status]);
+  return createElement(
+    'button',
+    {
+      id: 'pay',
+      type: 'button',
+      disabled: pay.status !== 'idle',
+      onClick: (event: { timeStamp: number }) => {
+        pending = {
+          event: event.timeStamp,
+          handler: performance.now(),
+          stored: Number.NaN,
+          fetch: Number.NaN,
+          done: 0,
+        };
+        pay.mutate();
+      },
+    },
+    pay.status,
+  );
+}
+
+function benchMount(variant: keyof typeof clients | 'tanstack'): Promise<void> {
   const intent = `checkout:${crypto.randomUUID()}`;
   lastClick = new Promise((resolve) => {
     clicked = resolve;
   });
   return new Promise((resolve) => {
     ready = resolve;
-    root.render(createElement(Checkout, { key: intent, intent, variant }));
+    root.render(
+      variant === 'tanstack'
+        ? createElement(
+            QueryClientProvider,
+            { client: queryClient },
+            createElement(TanstackCheckout, { key: intent, intent }),
+          )
+        : createElement(Checkout, { key: intent, intent, variant }),
+    );
   });
 }
 
 const benchLastClick = (): Promise<Click> | undefined => lastClick;
 
-Object.assign(globalThis, { benchIdb, benchMount, benchLastClick, benchBareClaims, benchReady: true });
+Object.assign(globalThis, {
+  benchIdb,
+  benchMount,
+  benchLastClick,
+  benchBareClaims,
+  benchWorkerClaims,
+  benchWorkerSteps,
+  benchReady: true,
+});

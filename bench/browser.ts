@@ -48,8 +48,12 @@ export interface BrowserResult {
   clickLocalLock: ClickResult;
   /** The default client, the click dispatched by script: no input event, no deferral until the next frame. */
   clickScript: ClickResult;
+  /** TanStack `useMutation` + plain fetch, real click: the floor of any React mutation. */
+  clickTanstack: ClickResult;
   /** A bare `IdbStore` claim started in a click handler (real input): the browser's floor. */
   bareClaimAfterClick: { n: number } & Timing;
+  /** The same write and a Web Lock, made by a Worker the click handler messages (real input). */
+  workerClaimAfterClick: { n: number; received: Timing; written: Timing } & Timing;
 }
 
 async function bundlePage(): Promise<string> {
@@ -118,14 +122,15 @@ export async function measureBrowser(options: { claims: number; clicks: number }
     const isolated = await page.evaluate(() => globalThis.crossOriginIsolated);
     if (!isolated) throw new Error('the bench page is not cross-origin isolated: timer resolution would be 100 µs');
 
-    const clicks = { weblocks: [] as Click[], local: [] as Click[], script: [] as Click[] };
+    const clicks = { weblocks: [] as Click[], local: [] as Click[], script: [] as Click[], tanstack: [] as Click[] };
     let bare: number[] = [];
+    let inWorker: number[] = [];
     for (let i = 0; i < options.clicks + 10; i++) {
       // Alternate the variants, so that the machine's load hits them alike.
-      for (const variant of ['weblocks', 'local', 'script'] as const) {
+      for (const variant of ['weblocks', 'local', 'script', 'tanstack'] as const) {
         await page.evaluate(
           (v) => (globalThis as unknown as { benchMount(v: string): Promise<void> }).benchMount(v),
-          variant === 'local' ? 'local' : 'weblocks',
+          variant === 'script' ? 'weblocks' : variant,
         );
         if (variant === 'script') await page.evaluate(() => document.querySelector<HTMLButtonElement>('#pay')!.click());
         else await page.click('#pay');
@@ -139,8 +144,19 @@ export async function measureBrowser(options: { claims: number; clicks: number }
         (n) => (globalThis as unknown as { benchBareClaims(n: number): Promise<number[]> }).benchBareClaims(n),
         i + 1,
       );
+      await page.click('#worker');
+      inWorker = await page.evaluate(
+        (n) => (globalThis as unknown as { benchWorkerClaims(n: number): Promise<number[]> }).benchWorkerClaims(n),
+        i + 1,
+      );
     }
     bare = bare.slice(10);
+    inWorker = inWorker.slice(10);
+    const steps = (
+      await page.evaluate(() =>
+        (globalThis as unknown as { benchWorkerSteps(): { received: number; written: number }[] }).benchWorkerSteps(),
+      )
+    ).slice(10);
     if (errors.length > 0) throw new Error(`page errors: ${errors.join('; ')}`);
     return {
       chromium: browser.version(),
@@ -148,7 +164,14 @@ export async function measureBrowser(options: { claims: number; clicks: number }
       click: clickResult(clicks.weblocks),
       clickLocalLock: clickResult(clicks.local),
       clickScript: clickResult(clicks.script),
+      clickTanstack: clickResult(clicks.tanstack),
       bareClaimAfterClick: { n: bare.length, ...stat(bare) },
+      workerClaimAfterClick: {
+        n: inWorker.length,
+        ...stat(inWorker),
+        received: stat(steps.map((s) => s.received)),
+        written: stat(steps.map((s) => s.written)),
+      },
     };
   } finally {
     await browser.close();
@@ -157,7 +180,7 @@ export async function measureBrowser(options: { claims: number; clicks: number }
 }
 
 export function browserRows(b: BrowserResult): string[][] {
-  const { idbClaim, bareClaimAfterClick: floor } = b;
+  const { idbClaim, bareClaimAfterClick: floor, workerClaimAfterClick: inWorker } = b;
   const clickRow = (label: string, c: ClickResult) => [
     `${label} (${c.n} clicks)`,
     fmtMs(c.handlerToFetch.medianMs),
@@ -177,5 +200,15 @@ export function browserRows(b: BrowserResult): string[][] {
     clickRow('click → request leaves, useIdempotentMutation', b.click),
     clickRow('  same, LocalCoordinator (no Web Lock)', b.clickLocalLock),
     clickRow('  same, click dispatched by script (no deferral)', b.clickScript),
+    [
+      `  floor: TanStack useMutation + fetch (${b.clickTanstack.n} clicks)`,
+      fmtMs(b.clickTanstack.handlerToFetch.medianMs),
+      `p95 ${fmtMs(b.clickTanstack.handlerToFetch.p95Ms)}; no key, no store, no lock`,
+    ],
+    [
+      `  a strict IndexedDB write + Web Lock, in a Worker messaged from a click handler (${inWorker.n} clicks)`,
+      fmtMs(inWorker.medianMs),
+      `p95 ${fmtMs(inWorker.p95Ms)}; in the worker: message in at ${fmtMs(inWorker.received.medianMs)}, lock + write done at ${fmtMs(inWorker.written.medianMs)}`,
+    ],
   ];
 }

@@ -16,14 +16,15 @@ const repo = path.resolve(import.meta.dirname, '..');
 const KB = 1024;
 
 /**
- * The enforced budgets, in gzipped bytes: a guard against growth, set just above what
- * the bundle weighs today (29.8 KB / 13.1 KB). Issue 5 asks for TARGET, which this
- * bundle misses: ky (8 KB gzip, one class that does not tree-shake) and zod/mini
- * (5.7 KB) alone take most of it. The report prints both.
+ * The enforced budgets, in gzipped bytes: a guard against growth, set just above what the
+ * bundle weighs today (28.7 KB / 19.2 KB, after zod/mini and uuid left the bundle).
+ * Issue 13 asks for TARGET, which this bundle misses: without its strings oncely's own code
+ * still gzips to about 14 KB, and ky (8.9 KB, one class that does not tree-shake) and
+ * p-retry (1.8 KB) are kept by design. The report prints both.
  */
-export const BUDGET = { total: 31 * KB, own: 13.5 * KB };
-/** What issue 5 asks for. Reported, not enforced. */
-export const TARGET = { total: 18 * KB, own: 5 * KB };
+export const BUDGET = { total: 29 * KB, own: 19.5 * KB };
+/** What issue 13 asks for. Reported, not enforced. */
+export const TARGET = { total: 18 * KB, own: 6 * KB };
 
 /** What a bundle of `import { createClient } from 'oncely'` must not contain. */
 const MUST_SHAKE = [
@@ -89,8 +90,8 @@ export async function measure() {
     .filter((i) => origin(i.file) === 'oncely')
     .sort((a, b) => b.bytes - a.bytes)
     .map(({ file, bytes }) => ({ file, bytes }));
+  // Records are validated by hand (src/store/record-schema.ts): no schema library ships.
   const zodFiles = full.inputs.filter((i) => origin(i.file) === 'zod').map((i) => i.file);
-  const zodClassic = zodFiles.filter((f) => !/\/(mini|core|locales)\//.test(f) && !/zod\/(v4\/)?mini/.test(f));
 
   // Tree-shaking: only createClient from the root entry, browser condition.
   const shaken = await bundle("import { createClient } from 'oncely';\nexport { createClient };\n");
@@ -114,8 +115,8 @@ export async function measure() {
     failures.push(`createClient alone pulls in ${leak.what}: ${leak.files.slice(0, 3).join(', ')}`);
   for (const { what } of blind)
     failures.push(`the tree-shaking check cannot see ${what} even in a bundle that imports it: fix MUST_SHAKE`);
-  if (zodClassic.length > 0)
-    failures.push(`classic zod is bundled (only zod/mini may be used): ${zodClassic.slice(0, 3).join(', ')}`);
+  if (zodFiles.length > 0)
+    failures.push(`zod is bundled (stored records are validated by hand): ${zodFiles.slice(0, 3).join(', ')}`);
 
   return {
     budget: BUDGET,

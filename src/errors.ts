@@ -37,25 +37,48 @@ export interface ServerAnswer {
   body: unknown;
 }
 
-type ErrorMessages = { [code in OncelyErrorCode]?: (intent: string, attempts: number) => string };
+/** The variable parts of a message: the intent name, attempts, and one detail the class supplies. */
+type Template = (intent: string, attempts: number, detail: string) => string;
 
-/** Kept in one table so that each rule is written once; each says what to do next. */
+/**
+ * Every message in one table, so that each rule is written once and the bundle carries
+ * each sentence once; each says what to do next.
+ */
+const NOTHING = 'Nothing was sent.';
 const RESUME = 'Its key is kept (error.key); send the same request under the same intent name to resume safely.';
-const MESSAGES: ErrorMessages = {
-  OUTCOME_UNKNOWN: (i, n) =>
-    `The outcome of intent "${i}" is unknown after ${n} attempt(s): the request may or may not have taken effect. ${RESUME}`,
-  IN_PROGRESS: (i, n) =>
-    `The server still reports intent "${i}" as in progress after ${n} attempt(s). The intent is kept as unknown; resume later with the same intent name.`,
-  INTENT_MISMATCH: (i) =>
-    `Intent "${i}" was already sent with a different request, so it cannot send this one under the same key. Nothing was sent. Call intent.reset() or use a new intent name for the changed request.`,
+const MESSAGES: { [code in OncelyErrorCode]?: Template } = {
+  OUTCOME_UNKNOWN: (i, n, d) =>
+    `The outcome of intent "${i}" is unknown after ${n} attempt(s): the request may or may not have taken effect.${d} ${RESUME}`,
+  IN_PROGRESS: (i, n, d) =>
+    `The server still reports intent "${i}" as in progress after ${n} attempt(s).${d} The intent is kept as unknown; resume later with the same intent name.`,
+  INTENT_MISMATCH: (i, _, d) =>
+    `Intent "${i}" was already sent with a different request, so it cannot send this one under the same key. ${NOTHING} Call intent.reset() or use a new intent name for the changed request.${d}`,
   INTENT_GONE: (i) =>
-    `The stored record of intent "${i}" is gone or holds another key (reset, cleared or swept by another client). Nothing was sent: this object will not form it again behind your back. Call client.intent(name) to form the intent anew.`,
+    `The stored record of intent "${i}" is gone or holds another key (reset, cleared or swept by another client). ${NOTHING} Call client.intent(name) to form the intent anew.`,
   NOT_SENT: (i, n) =>
     `Nothing of intent "${i}" reached a server in ${n} attempt(s) (connection refused, DNS failure, or a hook failed before sending). The intent is as it was; it is safe to send it again.`,
+  KEY_REUSED: (i, _, d) =>
+    `The server rejected the idempotency key of intent "${i}" (HTTP ${d}): it was already used with a different request. Use a new intent for a different request.`,
+  INTENT_EXPIRED: (i, _, d) =>
+    `Intent "${i}" was sent before and ${d}: the server may no longer remember it, so resending could repeat the effect. ${NOTHING} Reconcile the operation by its key (error.key), then settle or reset the intent.`,
+  HTTP_ERROR: (i, _, d) => `Intent "${i}" failed with HTTP ${d}: a definitive answer, not retried.`,
+  TRANSPORT_FAILED: (i, _, d) =>
+    `The transport of intent "${i}" failed${d}. It was not retried; the intent is failed (see error.cause).`,
+  REDIRECT: (i, _, d) =>
+    `Intent "${i}" got a redirect (HTTP ${d}) that oncely does not follow: the key and body never leave the origin or change method. The server received the request, so the intent is unknown with its key kept. Point baseUrl at the final address.`,
+  CANCELLED: (i, _, d) =>
+    d
+      ? `Intent "${i}" was cancelled after an attempt went out: the outcome is unknown. ${RESUME}`
+      : `Intent "${i}" was cancelled before anything was sent. The intent is as it was.`,
+  RESPONSE_VALIDATION: (i, _, d) =>
+    `The response to intent "${i}" did not match the schema (HTTP ${d}). The request succeeded on the server; the intent is kept as succeeded with its key.`,
+  INVALID_KEY: (_, __, d) => `Invalid idempotency key: ${d}. ${NOTHING}`,
+  CORRUPT_RECORD: (i, _, d) =>
+    `The stored record of intent "${i}" is corrupt (${d}), so nothing was sent and no new key was minted: the old key may already have been used. Reconcile the operation with the server, then delete the intent to form it again.`,
 };
 
-const message = (code: OncelyErrorCode, context: ErrorContext, fallback = '') =>
-  MESSAGES[code]?.(context.intent ?? '', context.attempts ?? 0) ?? fallback;
+const message = (code: OncelyErrorCode, context: ErrorContext, detail = '') =>
+  MESSAGES[code]?.(context.intent ?? '', context.attempts ?? 0, detail) ?? '';
 
 /**
  * Base class of every error oncely throws. Switch on `code` (after `isOncelyError`) to
@@ -70,6 +93,7 @@ export class OncelyError extends Error {
   readonly scope: string | undefined;
   readonly attempts: number;
 
+  /** `text` is the whole message; without one, the code's message from the table. */
   constructor(code: OncelyErrorCode, text: string, context: ErrorContext = {}) {
     super(text || message(code, context), context.cause === undefined ? undefined : { cause: context.cause });
     this.name = new.target.name;
@@ -100,11 +124,7 @@ export class KeyReusedError extends OncelyError {
   readonly status: number;
   readonly body: unknown;
   constructor(answer: { status: number; body: unknown }, context: ErrorContext) {
-    super(
-      'KEY_REUSED',
-      `The server rejected the idempotency key of intent "${context.intent}": it was already used with a different request (HTTP ${answer.status}). Nothing was retried. Use a new intent for a different request.`,
-      context,
-    );
+    super('KEY_REUSED', message('KEY_REUSED', context, `${answer.status}`), context);
     this.status = answer.status;
     this.body = answer.body;
   }
@@ -123,8 +143,8 @@ export class IntentMismatchError extends OncelyError {
   readonly changed: readonly RequestPart[];
   constructor(context: ErrorContext & { changed?: readonly RequestPart[] }) {
     const changed = context.changed ?? [];
-    const base = message('INTENT_MISMATCH', context);
-    super('INTENT_MISMATCH', changed.length ? `${base} Changed: ${changed.join(', ')}.` : base, context);
+    const detail = changed.length ? ` Changed: ${changed.join(', ')}.` : '';
+    super('INTENT_MISMATCH', message('INTENT_MISMATCH', context, detail), context);
     this.changed = changed;
   }
 }
@@ -145,8 +165,7 @@ export class OutcomeUnknownError extends OncelyError {
     text?: string,
   ) {
     const answer = context.lastAnswer;
-    const after = answer ? ` The last answer was HTTP ${answer.status}.` : '';
-    super(code, text ?? message(code, context) + after, context);
+    super(code, text ?? message(code, context, answer ? ` The last answer was HTTP ${answer.status}.` : ''), context);
     this.lastAnswer = answer;
   }
 }
@@ -164,7 +183,7 @@ export class InProgressError extends OutcomeUnknownError {
     super(context, 'IN_PROGRESS');
     this.holder = context.holder ?? 'server';
     if (this.holder === 'client')
-      this.message = `Another client (tab, process or machine) is sending intent "${context.intent}" and still holds it; nothing was sent by this call. Try again later with the same intent name.`;
+      this.message = `Another client (tab, process or machine) is sending intent "${context.intent}" and still holds it. ${NOTHING} Try again later with the same intent name.`;
   }
 }
 
@@ -184,11 +203,7 @@ export class IntentExpiredError extends OncelyError {
       reason === 'clock'
         ? 'its key was minted in the future by this clock (the clock jumped, or another machine is ahead), so its age is unknown'
         : `its key is older than its retention (${context.keyTtl} ms)`;
-    super(
-      'INTENT_EXPIRED',
-      `Intent "${context.intent}" was sent before and ${why}: the server may no longer remember it, so resending could repeat the effect. Nothing was sent. Reconcile the operation by its key (error.key), then settle or reset the intent.`,
-      context,
-    );
+    super('INTENT_EXPIRED', message('INTENT_EXPIRED', context, why), context);
     this.createdAt = context.createdAt;
     this.reason = reason;
   }
@@ -210,11 +225,8 @@ export class HttpError extends OncelyError {
   readonly body: unknown;
   readonly replayed: boolean;
   constructor(answer: ServerAnswer & { replayed: boolean }, context: ErrorContext) {
-    super(
-      'HTTP_ERROR',
-      `Intent "${context.intent}" failed with HTTP ${answer.status}${answer.replayed ? ' (replayed by the server)' : ''}. This is a definitive answer; it was not retried.`,
-      context,
-    );
+    const detail = `${answer.status}${answer.replayed ? ' (replayed by the server)' : ''}`;
+    super('HTTP_ERROR', message('HTTP_ERROR', context, detail), context);
     this.status = answer.status;
     this.headers = answer.headers;
     this.body = answer.body;
@@ -227,11 +239,7 @@ export class TransportError extends OncelyError {
   declare readonly code: 'TRANSPORT_FAILED';
   constructor(context: ErrorContext) {
     const cause = context.cause instanceof Error ? `: ${context.cause.message}` : '';
-    super(
-      'TRANSPORT_FAILED',
-      `The transport of intent "${context.intent}" failed${cause}. It was not retried; the intent is failed (see error.cause).`,
-      context,
-    );
+    super('TRANSPORT_FAILED', message('TRANSPORT_FAILED', context, cause), context);
   }
 }
 
@@ -246,11 +254,8 @@ export class RedirectError extends OncelyError {
   /** The `Location` the server gave, when it could be read. */
   readonly location: string | undefined;
   constructor(answer: { status: number; location: string | undefined }, context: ErrorContext) {
-    super(
-      'REDIRECT',
-      `Intent "${context.intent}" got a redirect (HTTP ${answer.status}${answer.location ? ` to ${answer.location}` : ''}) that oncely does not follow: it would change the method or the origin, and the key and body never leave the origin. The server received the request, so the intent is unknown with its key kept. Point baseUrl at the final address.`,
-      context,
-    );
+    const detail = `${answer.status}${answer.location ? ` to ${answer.location}` : ''}`;
+    super('REDIRECT', message('REDIRECT', context, detail), context);
     this.status = answer.status;
     this.location = answer.location;
   }
@@ -270,13 +275,7 @@ export class CancelledError extends OncelyError {
   /** True when an attempt had gone out: the intent is then `unknown` with its key kept. */
   readonly sent: boolean;
   constructor(context: ErrorContext & { sent: boolean }) {
-    super(
-      'CANCELLED',
-      context.sent
-        ? `Intent "${context.intent}" was cancelled after an attempt went out: the outcome is unknown. ${RESUME}`
-        : `Intent "${context.intent}" was cancelled before anything was sent. The intent is as it was.`,
-      context,
-    );
+    super('CANCELLED', message('CANCELLED', context, context.sent ? 'sent' : ''), context);
     this.sent = context.sent;
   }
 }
@@ -296,11 +295,8 @@ export class ResponseValidationError extends OncelyError {
     context: ErrorContext,
   ) {
     const first = issues[0];
-    super(
-      'RESPONSE_VALIDATION',
-      `The response to intent "${context.intent}" (HTTP ${answer.status}) did not match the schema${first ? `: ${first.message}` : ''}. The request succeeded on the server; the intent is kept as succeeded with its key.`,
-      context,
-    );
+    const detail = `${answer.status}${first ? `: ${first.message}` : ''}`;
+    super('RESPONSE_VALIDATION', message('RESPONSE_VALIDATION', context, detail), context);
     this.status = answer.status;
     this.body = answer.body;
     this.issues = issues;
@@ -311,7 +307,7 @@ export class ResponseValidationError extends OncelyError {
 export class InvalidKeyError extends OncelyError {
   declare readonly code: 'INVALID_KEY';
   constructor(reason: string, context: ErrorContext = {}) {
-    super('INVALID_KEY', `Invalid idempotency key: ${reason}. Nothing was sent.`, context);
+    super('INVALID_KEY', message('INVALID_KEY', context, reason), context);
   }
 }
 
@@ -337,7 +333,7 @@ export class CorruptRecordError extends OncelyError {
   constructor(context: ErrorContext & { location: string; reason: string }) {
     super(
       'CORRUPT_RECORD',
-      `The stored record of intent "${context.intent}" is corrupt (${context.reason}) and its idempotency key cannot be recovered, so nothing was sent and no new key was minted: the old key may already have been used. The record was moved to ${context.location}. Reconcile the operation with the server, then delete the intent to form it again.`,
+      `${message('CORRUPT_RECORD', context, context.reason)} It was moved to ${context.location}.`,
       context,
     );
     this.location = context.location;

@@ -1,3 +1,4 @@
+import { v5, validate, version } from 'uuid';
 import { describe, expect, it } from 'vitest';
 import { InvalidKeyError } from '../src/errors.js';
 import { canonicalJson } from '../src/intent/canonical-json.js';
@@ -7,6 +8,26 @@ import { classifyStatus, ietf, stripe } from '../src/profiles/profiles.js';
 import { parseSfString, serializeSfString } from '../src/profiles/sf-string.js';
 
 describe('keys', () => {
+  it('mints v7 keys whose first 48 bits are the time in ms, and valid v4 keys', () => {
+    const before = Date.now();
+    const key = mintKey('v7', 's', 'n');
+    const ms = Number.parseInt(key.replace(/-/g, '').slice(0, 12), 16);
+    expect(ms).toBeGreaterThanOrEqual(before);
+    expect(ms).toBeLessThanOrEqual(Date.now());
+    for (const kind of ['v7', 'v4'] as const) {
+      const minted = mintKey(kind, 's', 'n');
+      expect(validate(minted)).toBe(true);
+      expect(version(minted)).toBe(kind === 'v7' ? 7 : 4);
+    }
+  });
+
+  it('derives exactly the UUIDv5 the uuid package computes (hand SHA-1, one block or many, any UTF-8)', () => {
+    const namespace = '5b1e2a2e-7f59-4d41-9c3a-0b6f1c6ad7e1';
+    for (const name of ['', 'job:42', 'é😀'.repeat(40), 'x'.repeat(55), 'x'.repeat(56), 'y'.repeat(1000)]) {
+      expect(mintKey('derived', 'acct_1', name)).toBe(v5(JSON.stringify(['acct_1', name]), namespace));
+    }
+  });
+
   it('mints UUIDv7 by default shape, v4 on request, and derives stable v5 keys', () => {
     expect(mintKey('v7', 's', 'n')).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     expect(mintKey('v4', 's', 'n')).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-/);

@@ -88,6 +88,31 @@ test('a reload while the server holds the request resumes with the same key', as
   await releaseAndExpectOneReplayedCharge(page, api, key, shot);
 });
 
+test('a reload right after the click resumes with the same key and charges once', async ({
+  page,
+  api,
+  openCheckout,
+  shot,
+}) => {
+  await api.control({ delay: 300 });
+  const key = await openCheckout(page);
+  // No wait between the click and the reload: the in_flight write and the request may or
+  // may not have happened. Whatever did, the reloaded page holds the same key.
+  await page.getByTestId('pay').click();
+  await page.reload();
+  expect(await claimedKey(page)).toBe(key);
+  await shot(page, '01-reloaded');
+  // A never-sent intent waits for Pay; an in_flight one resumes by itself; a paid one shows success.
+  await expect(page.getByTestId('state')).toHaveText(/idle|pending|retrying|success/);
+  if ((await page.getByTestId('state').textContent()) === 'idle') await page.getByTestId('pay').click();
+  await expectState(page, 'success');
+  const payments = await api.payments();
+  expect(new Set(payments.map((p) => p.key))).toEqual(new Set([key]));
+  expect(payments.filter((p) => p.outcome === 'created')).toHaveLength(1);
+  await expectLedgerShown(page, 1);
+  expect(await api.ledger()).toHaveLength(1);
+});
+
 test('two tabs pressing Pay charge once and both show success', async ({ context, api, openCheckout, shot }) => {
   await api.control({ delay: 500 });
   const first = await context.newPage();

@@ -1,5 +1,6 @@
 import { CorruptRecordError } from '../errors.js';
-import { parseRecord } from './record-schema.js';
+import { intentId } from './record-rules.js';
+import { isStoredKey, parseRecord } from './record-schema.js';
 import type { IntentRecord } from './store.js';
 
 /**
@@ -65,7 +66,7 @@ export function readSlot(value: unknown, scope: string, name: string, now: numbe
     if (parsed.record.scope === scope && parsed.record.name === name) return { kind: 'record', record: parsed.record };
     return {
       kind: 'corrupt',
-      reason: `record of intent ${JSON.stringify([parsed.record.scope, parsed.record.name])} stored under ${JSON.stringify([scope, name])}`,
+      reason: `record of intent ${intentId(parsed.record.scope, parsed.record.name)} stored under ${intentId(scope, name)}`,
       salvaged: undefined,
     };
   }
@@ -75,7 +76,7 @@ export function readSlot(value: unknown, scope: string, name: string, now: numbe
 function salvage(value: unknown, scope: string, name: string, now: number): IntentRecord | undefined {
   if (!isObject(value) || value.scope !== scope || value.name !== name) return undefined;
   const { key, attempts, createdAt, fingerprint, status } = value;
-  if (typeof key !== 'string' || key.length < 1 || key.length > 255) return undefined;
+  if (!isStoredKey(key)) return undefined;
   const record: IntentRecord = {
     v: 1,
     scope,

@@ -1,33 +1,57 @@
-import * as z from 'zod/mini';
 import { InvalidArgumentError } from '../errors.js';
+import { MAX_KEY_LENGTH } from '../intent/keys.js';
 import type { IntentRecord } from './store.js';
 
-const intentRecordSchema = z.object({
-  v: z.literal(1),
-  scope: z.string(),
-  name: z.string(),
-  key: z.string().check(z.minLength(1), z.maxLength(255)),
-  state: z.enum(['ready', 'in_flight', 'succeeded', 'failed', 'unknown']),
-  fingerprint: z.optional(z.string()),
-  attempts: z.number().check(z.int(), z.gte(0)),
-  createdAt: z.number(),
-  updatedAt: z.number(),
-  ttl: z.optional(z.number().check(z.gte(0))),
-  status: z.optional(z.number().check(z.int())),
-  lease: z.optional(z.object({ owner: z.string(), until: z.number() })),
-});
+type Check = (value: unknown) => boolean;
+const num: Check = (v) => Number.isFinite(v);
+const int: Check = (v) => Number.isSafeInteger(v);
+const str: Check = (v) => typeof v === 'string';
+const opt =
+  (check: Check): Check =>
+  (v) =>
+    v === undefined || check(v);
+const STATES = ['ready', 'in_flight', 'succeeded', 'failed', 'unknown'];
+
+/** A key a record may hold: 1 to MAX_KEY_LENGTH characters (what a caller may choose is narrower: `validateKey`). */
+export const isStoredKey = (v: unknown): v is string =>
+  typeof v === 'string' && v.length >= 1 && v.length <= MAX_KEY_LENGTH;
+
+/** The record's fields in order, each with its check (a hand validator: no schema library in the bundle). */
+const FIELDS: [keyof IntentRecord, Check][] = [
+  ['v', (v) => v === 1],
+  ['scope', str],
+  ['name', str],
+  ['key', isStoredKey],
+  ['state', (v) => STATES.includes(v as string)],
+  ['fingerprint', opt(str)],
+  ['attempts', (v) => int(v) && (v as number) >= 0],
+  ['createdAt', num],
+  ['updatedAt', num],
+  ['ttl', opt((v) => num(v) && (v as number) >= 0)],
+  ['status', opt(int)],
+];
 
 /**
- * Validates a record read back from a durable store. Returns the record, or a reason
- * string that says what is wrong with it (for quarantine reports).
+ * Validates a record read back from a durable store. Returns a copy holding only the
+ * record's fields, or a reason string that says what is wrong with it (for quarantine reports).
  */
 export function parseRecord(value: unknown): { record: IntentRecord } | { reason: string } {
-  const result = z.safeParse(intentRecordSchema, value);
-  if (result.success) return { record: result.data as IntentRecord };
-  const issue = result.error.issues[0];
-  return {
-    reason: `invalid intent record: ${issue ? `${issue.path.join('.') || '(root)'}: ${issue.message}` : 'unknown'}`,
-  };
+  const bad = (path: string) => ({ reason: `invalid intent record: ${path}: Invalid input` });
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return bad('(root)');
+  const loose = value as Record<string, unknown>;
+  const record: Record<string, unknown> = {};
+  for (const [field, check] of FIELDS) {
+    if (!check(loose[field])) return bad(field);
+    if (loose[field] !== undefined) record[field] = loose[field];
+  }
+  const lease = loose.lease as Record<string, unknown> | undefined;
+  if (lease !== undefined) {
+    if (typeof lease !== 'object' || lease === null || Array.isArray(lease)) return bad('lease');
+    if (!str(lease.owner)) return bad('lease.owner');
+    if (!num(lease.until)) return bad('lease.until');
+    record.lease = { owner: lease.owner, until: lease.until };
+  }
+  return { record: record as unknown as IntentRecord };
 }
 
 /** Checks a record a store is asked to write: valid, and filed under its own scope and name. */

@@ -581,7 +581,8 @@ export async function runSchedule(schedule: Schedule, options: RunOptions = {}):
 
 // ---------------------------------------------------------------- the invariants
 
-const cap = (retry: Required<RetryOptions>) => Math.max(retry.maxDelay, retry.maxRetryAfter);
+/** The longest wait allowed: a backoff, a server's hint, or a 409's floor (`inProgressDelay` may exceed `maxDelay`). */
+const cap = (retry: Required<RetryOptions>) => Math.max(retry.maxDelay, retry.maxRetryAfter, retry.inProgressDelay);
 
 /** Checks on one finished call. */
 export function checkCall(world: World, call: CallLog): void {
