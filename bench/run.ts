@@ -144,12 +144,13 @@ try {
   });
 
   await section('browser', async () => {
-    const browser: BrowserResult = await measureBrowser({ claims: 500, clicks: quick ? 40 : 100 });
+    // Issue 13: the median over 200 real clicks, against TanStack's useMutation + fetch as the floor.
+    const browser: BrowserResult = await measureBrowser({ claims: 500, clicks: quick ? 40 : 200 });
     results.browser = browser;
     const targets: (Target | undefined)[] = [
       undefined,
       undefined,
-      le(browser.click.handlerToFetch.medianMs, 1, ' ms'),
+      le(browser.click.handlerToFetch.medianMs, 2, ' ms'),
       undefined,
       undefined,
     ];
