@@ -1,38 +1,20 @@
 import {
-  CancelledError,
   type ErrorContext,
   InProgressError,
   IntentExpiredError,
   IntentGoneError,
   IntentMismatchError,
-  NotSentError,
-  OncelyError,
-  OutcomeUnknownError,
-  RedirectError,
-  type ServerAnswer,
-  StoreError,
 } from '../errors.js';
-import type { RedirectAnswer } from '../http/attempt.js';
 import { type AttemptReport, type LoopEnd, retryLoop } from '../retry/loop.js';
 import { parseRetryAfter, RetryBudget } from '../retry/policy.js';
 import { SENT_STATES } from '../store/record-rules.js';
 import type { IntentLease, IntentRecord } from '../store/store.js';
 import type { ClientContext } from './context.js';
 import { type CallEnd, decide, type Verdict } from './decide.js';
+import { announce, emit, errorFor } from './ending.js';
 import { changedParts } from './fingerprint.js';
+import { io, storeCall } from './store-call.js';
 import { renewLease, toInFlight, toSettled, toUnsent, withMoreAttempts } from './transitions.js';
-
-/**
- * Timers that bound real I/O (a store call, the lease renewal), taken when the module
- * loads: fake timers installed later by tests drive the logical waits (backoff), and
- * must not fire an I/O bound before the I/O had a chance to finish.
- */
-const io = {
-  setTimeout: globalThis.setTimeout.bind(globalThis),
-  clearTimeout: globalThis.clearTimeout.bind(globalThis),
-  setInterval: globalThis.setInterval.bind(globalThis),
-  clearInterval: globalThis.clearInterval.bind(globalThis),
-};
 
 /** A creation time this far in the future is a clock that jumped, not skew between machines. */
 const CLOCK_SKEW = 5 * 60 * 1000;
@@ -75,36 +57,6 @@ export const contextOf = (h: IntentHandle, extra: ErrorContext & { sent?: boolea
   scope: h.scope,
   ...extra,
 });
-
-/** Runs a store call with the client's time bound, turning any failure into a `StoreError`. */
-export async function storeCall<T>(
-  ctx: ClientContext,
-  what: string,
-  run: () => Promise<T>,
-  context: ErrorContext & { sent?: boolean },
-): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = io.setTimeout(
-      () => reject(new StoreError(`The store did not answer within ${ctx.storeTimeout} ms (${what}).`, context)),
-      ctx.storeTimeout,
-    );
-  });
-  try {
-    return await Promise.race([run(), timeout]);
-  } catch (error) {
-    if (error instanceof OncelyError) throw error;
-    const sent = context.sent
-      ? ' An attempt had gone out: the intent keeps its key and stays in flight; send the same request again once the store works.'
-      : ' Nothing was sent.';
-    throw new StoreError(`The store failed (${what}): ${(error as Error)?.message ?? String(error)}.${sent}`, {
-      ...context,
-      cause: error,
-    });
-  } finally {
-    io.clearTimeout(timer);
-  }
-}
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -271,73 +223,5 @@ export async function sendCall<V, T>(h: IntentHandle, plan: CallPlan<V, T>): Pro
   } finally {
     io.clearInterval(renewal);
     liveOwners.delete(owner);
-  }
-}
-
-type Emitted = Parameters<ClientContext['hub']['emit']>[0];
-type EventBody = Emitted extends infer E
-  ? E extends { key: string }
-    ? Omit<E, 'scope' | 'intent' | 'key'>
-    : never
-  : never;
-
-export function emit(h: IntentHandle, event: EventBody): void {
-  h.ctx.hub.emit({ ...event, scope: h.scope, intent: h.name, key: h.key } as Emitted);
-}
-
-/** The events that tell how a call ended. */
-function announce(h: IntentHandle, verdict: Verdict, end: LoopEnd<unknown>): void {
-  const { status, replayed } = end.last;
-  const attempts = end.attempts;
-  const withStatus = status ? { status } : {};
-  switch (verdict.result) {
-    case 'ok':
-      if (replayed) emit(h, { type: 'replay', status: status ?? 200 });
-      emit(h, { type: 'success', ...withStatus, replayed, attempts });
-      return;
-    case 'http_error':
-      emit(h, { type: 'failure', code: 'HTTP_ERROR', ...withStatus, attempts });
-      return;
-    case 'key_reused':
-      emit(h, { type: 'mismatch', source: 'server', ...withStatus });
-      return;
-    case 'not_sent':
-      emit(h, { type: 'failure', code: 'NOT_SENT', attempts });
-      return;
-    case 'cancelled':
-      if (verdict.state === 'unknown') emit(h, { type: 'unknown', attempts });
-      else emit(h, { type: 'failure', code: 'CANCELLED', attempts });
-      return;
-    default:
-      if (verdict.state === 'unknown') emit(h, { type: 'unknown', attempts });
-  }
-}
-
-/** The last server answer, as errors carry it. */
-export function lastAnswer(end: LoopEnd<unknown>): ServerAnswer | undefined {
-  const value = end.last.value as Partial<ServerAnswer> | undefined;
-  if (value && typeof value === 'object' && value.headers instanceof Headers && typeof value.status === 'number')
-    return { status: value.status, headers: value.headers, body: value.body };
-  return end.last.status !== undefined
-    ? { status: end.last.status, headers: end.last.headers ?? new Headers(), body: undefined }
-    : undefined;
-}
-
-/** The error of every verdict that is not the caller's value. */
-function errorFor(verdict: Verdict, end: LoopEnd<unknown>, context: ErrorContext): OncelyError {
-  const answer = lastAnswer(end);
-  const cause = end.last.error;
-  const withCause = cause === undefined ? context : { ...context, cause };
-  switch (verdict.result) {
-    case 'in_progress':
-      return new InProgressError({ ...context, ...(answer ? { lastAnswer: answer } : {}) });
-    case 'redirect':
-      return new RedirectError(end.last.value as RedirectAnswer, context);
-    case 'cancelled':
-      return new CancelledError({ ...withCause, sent: end.sent > 0 });
-    case 'not_sent':
-      return new NotSentError(withCause);
-    default:
-      return new OutcomeUnknownError({ ...withCause, ...(answer ? { lastAnswer: answer } : {}) });
   }
 }

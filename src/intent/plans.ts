@@ -1,0 +1,170 @@
+import { HttpError, InvalidArgumentError, KeyReusedError, ResponseValidationError, TransportError } from '../errors.js';
+import type { ReadAnswer } from '../http/answer.js';
+import { fetchAttempt, type HttpSender, httpAttempt, withTimeout } from '../http/attempt.js';
+import { type StandardSchemaV1, validate } from '../http/schema.js';
+import { reportThrown, reportValue } from '../http/thrown.js';
+import type { CallPlan, IntentHandle } from './call.js';
+import { lastAnswer } from './ending.js';
+import { fingerprint, legacyFingerprint } from './fingerprint.js';
+import type { DataOf, IntentResponse, RequestOptions, RunContext, RunOptions } from './options.js';
+import { mergeHeaders, resolveTarget, serializeBody } from './request-spec.js';
+
+/**
+ * What each of an intent's transports brings to the engine (`sendCall`): the request's
+ * fingerprint, how one attempt is sent, and how a call the table ended well becomes the
+ * caller's value. `request()` goes through ky, `run()` through your function, `fetch()`
+ * through your fetch.
+ */
+
+const METHOD = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+function checkMethod(method: unknown, where: { intent: string; scope: string }): string {
+  if (typeof method !== 'string' || !METHOD.test(method))
+    throw new InvalidArgumentError(
+      `A request method must be an HTTP token such as "POST", got ${JSON.stringify(method)}.`,
+      where,
+    );
+  return method.toUpperCase();
+}
+
+/** The 0.1.0 fingerprint, computed only when the record last seen carries one. */
+async function legacyIf(h: IntentHandle, compute: () => Promise<string>): Promise<string | undefined> {
+  const stored = h.record.fingerprint;
+  return stored !== undefined && !stored.startsWith('v2.') ? compute() : undefined;
+}
+
+export async function requestPlan<S extends StandardSchemaV1 | undefined>(
+  h: IntentHandle,
+  method: string,
+  path: string,
+  options: RequestOptions<S>,
+): Promise<CallPlan<ReadAnswer, IntentResponse<DataOf<S>>>> {
+  const { ctx } = h;
+  const where = { intent: h.name, scope: h.scope };
+  const upper = checkMethod(method, where);
+  const target = resolveTarget(ctx.baseUrl, path, where);
+  const body = serializeBody(options.json, options.body, where);
+  const headers = mergeHeaders([ctx.headers?.(), options.headers], where);
+  if (options.json !== undefined && !headers.has('content-type')) headers.set('content-type', 'application/json');
+  if (options.sendKey || ctx.profile.keyedMethods.includes(upper))
+    headers.set(ctx.profile.header, ctx.profile.encodeKey(h.key));
+  const http = { method: upper, url: target.url, headers, body };
+  const sender: HttpSender = ctx;
+  return {
+    fingerprint: await fingerprint({ method: upper, path: target.path, body: body ?? null }),
+    legacyFingerprint: await legacyIf(h, () => legacyFingerprint(upper, target.url, options.json, options.body)),
+    signal: options.signal,
+    method: upper,
+    url: target.url,
+    attempt: async (_n, timeout, signal) => {
+      const report = await httpAttempt(sender, http, timeout, signal);
+      if (report.follow) http.url = report.follow;
+      return report as Awaited<ReturnType<CallPlan<ReadAnswer, unknown>['attempt']>>;
+    },
+    finish: async (verdict, end, context) => {
+      const answer = end.last.value as ReadAnswer;
+      const { replayed } = end.last;
+      if (verdict.result === 'key_reused') throw new KeyReusedError(answer, context);
+      if (verdict.result === 'http_error') throw new HttpError({ ...answer, replayed }, context);
+      let data: unknown = answer.body;
+      if (options.schema) {
+        if (!answer.json)
+          throw new ResponseValidationError(answer, [{ message: 'the response body is not JSON' }], context);
+        const checked = await validate(options.schema, answer.body);
+        if ('issues' in checked) throw new ResponseValidationError(answer, checked.issues as never, context);
+        data = checked.value;
+      }
+      const { status, headers } = answer;
+      return {
+        data: data as DataOf<S>,
+        status,
+        headers,
+        replayed,
+        key: h.key,
+        intent: h.name,
+        attempts: end.attempts,
+      };
+    },
+  };
+}
+
+export async function runPlan<T>(
+  h: IntentHandle,
+  fn: (context: RunContext) => Promise<T>,
+  options: RunOptions,
+): Promise<CallPlan<T, T>> {
+  const { ctx } = h;
+  const where = { intent: h.name, scope: h.scope };
+  if (typeof fn !== 'function') throw new InvalidArgumentError('run() needs a function that sends the request.', where);
+  const request = serializeBody(options.request ?? null, undefined, where)!;
+  const headers = { [ctx.profile.header]: ctx.profile.encodeKey(h.key) };
+  return {
+    fingerprint: await fingerprint({ method: 'RUN', path: h.name, body: request }),
+    legacyFingerprint: await legacyIf(h, () => legacyFingerprint('RUN', h.name, options.request ?? null, undefined)),
+    signal: options.signal,
+    method: 'RUN',
+    url: h.name,
+    attempt: async (attempt, timeout, parent) => {
+      const bounded = withTimeout(parent, timeout);
+      const aborted = new Promise<never>((_, reject) =>
+        bounded.signal.addEventListener('abort', () => reject(bounded.signal.reason), { once: true }),
+      );
+      try {
+        const value = await Promise.race([
+          fn({ key: h.key, headers: { ...headers }, attempt, signal: bounded.signal }),
+          aborted,
+        ]);
+        return await reportValue(value, ctx.profile);
+      } catch (error) {
+        if (bounded.signal.aborted)
+          return { outcome: 'no_answer', replayed: false, sent: true, error: bounded.signal.reason };
+        return reportThrown(error, ctx.profile, options.classify);
+      } finally {
+        bounded.clear();
+        aborted.catch(() => undefined);
+      }
+    },
+    finish: (verdict, end, context) => {
+      const { error } = end.last;
+      if (verdict.result === 'ok') return end.last.value as T;
+      const answer = lastAnswer(end);
+      if (verdict.result === 'key_reused')
+        throw new KeyReusedError(answer ?? { status: 0, body: undefined }, { ...context, cause: error });
+      if (answer) throw new HttpError({ ...answer, replayed: end.last.replayed }, { ...context, cause: error });
+      throw new TransportError({ ...context, cause: error });
+    },
+  };
+}
+
+export async function fetchPlan(
+  h: IntentHandle,
+  input: string | URL,
+  init: RequestInit,
+): Promise<CallPlan<Response, Response>> {
+  const { ctx } = h;
+  const where = { intent: h.name, scope: h.scope };
+  const upper = checkMethod(init.method ?? 'GET', where);
+  const target = resolveTarget(ctx.baseUrl, String(input), where);
+  const body = serializeBody(undefined, init.body ?? undefined, where);
+  const headers = mergeHeaders([ctx.headers?.(), init.headers], where);
+  headers.set(ctx.profile.header, ctx.profile.encodeKey(h.key));
+  const http = { method: upper, url: target.url, headers, body };
+  const { signal, ...rest } = init;
+  return {
+    fingerprint: await fingerprint({ method: upper, path: target.path, body: body ?? null }),
+    signal: signal ?? undefined,
+    method: upper,
+    url: target.url,
+    attempt: async (_n, timeout, attemptSignal) => {
+      const report = await fetchAttempt(ctx, http, rest, timeout, attemptSignal);
+      if (report.follow) http.url = report.follow;
+      return report;
+    },
+    finish: (verdict, end, context) => {
+      const response = end.last.value as Response;
+      if (verdict.result === 'key_reused')
+        throw new KeyReusedError({ status: response.status, body: undefined }, context);
+      return response;
+    },
+  };
+}
