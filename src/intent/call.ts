@@ -13,7 +13,7 @@ import type { ClientContext } from './context.js';
 import { type CallEnd, decide, type Verdict } from './decide.js';
 import { announce, emit, errorFor } from './ending.js';
 import { changedParts } from './fingerprint.js';
-import { io, storeCall } from './store-call.js';
+import { every, storeCall } from './store-call.js';
 import { renewLease, toInFlight, toSettled, toUnsent, withMoreAttempts } from './transitions.js';
 
 /** A creation time this far in the future is a clock that jumped, not skew between machines. */
@@ -152,15 +152,14 @@ export async function sendCall<V, T>(h: IntentHandle, plan: CallPlan<V, T>): Pro
   const lease = (): IntentLease => ({ owner, until: ctx.now() + ctx.leaseTtl });
   const budget = new RetryBudget(ctx.retry, ctx.monotonic, ctx.now, ctx.random);
   liveOwners.add(owner);
-  let renewal: ReturnType<typeof setInterval> | undefined;
+  let stopRenewal = () => {};
   try {
     const before = await begin(h, plan as CallPlan<unknown, unknown>, lease, budget);
-    renewal = io.setInterval(() => {
+    stopRenewal = every(ctx.leaseTtl / 3, () => {
       ctx.store
         .update(h.scope, h.name, (c) => renewLease(c, lease()), { durability: 'relaxed' })
         .catch(() => undefined);
-    }, ctx.leaseTtl / 3);
-    (renewal as { unref?: () => void }).unref?.();
+    });
     let counted = 1; // the in_flight write counted attempt 1
     const end = await retryLoop(
       async (n) => {
@@ -201,7 +200,7 @@ export async function sendCall<V, T>(h: IntentHandle, plan: CallPlan<V, T>): Pro
       before: before.state,
     };
     const verdict = decide(callEnd);
-    io.clearInterval(renewal);
+    stopRenewal();
     if (sent) {
       const delta = end.sent - counted;
       const status = end.last.status;
@@ -221,7 +220,7 @@ export async function sendCall<V, T>(h: IntentHandle, plan: CallPlan<V, T>): Pro
       return await plan.finish(verdict, end, context);
     throw errorFor(verdict, end, context);
   } finally {
-    io.clearInterval(renewal);
+    stopRenewal();
     liveOwners.delete(owner);
   }
 }

@@ -2,16 +2,53 @@ import { type ErrorContext, OncelyError, StoreError } from '../errors.js';
 import type { ClientContext } from './context.js';
 
 /**
- * Timers that bound real I/O (a store call, the lease renewal), taken when the module
- * loads: fake timers installed later by tests drive the logical waits (backoff), and
- * must not fire an I/O bound before the I/O had a chance to finish.
+ * One watchdog for every store call and lease in the process: a call past its bound is
+ * rejected, a lease due is renewed. One timer ticks while anything is watched, instead of
+ * a timer per call. It is taken when the module loads: fake timers installed later by
+ * tests drive the logical waits (backoff) and must not fire an I/O bound early.
  */
-export const io = {
-  setTimeout: globalThis.setTimeout.bind(globalThis),
-  clearTimeout: globalThis.clearTimeout.bind(globalThis),
+const io = {
   setInterval: globalThis.setInterval.bind(globalThis),
   clearInterval: globalThis.clearInterval.bind(globalThis),
+  now: globalThis.performance.now.bind(globalThis.performance),
 };
+const TICK = 100;
+const watched = new Set<{ due: number; fire: () => void }>();
+let ticking: ReturnType<typeof setInterval> | undefined;
+
+function tick(): void {
+  const now = io.now();
+  for (const entry of watched) if (entry.due <= now) entry.fire();
+  if (watched.size === 0) {
+    io.clearInterval(ticking);
+    ticking = undefined;
+  }
+}
+
+/** Calls `fire` once `ms` have passed (within a tick) unless the returned function is called first. */
+export function watch(ms: number, fire: () => void): () => void {
+  const entry = { due: io.now() + ms, fire };
+  watched.add(entry);
+  if (!ticking) {
+    ticking = io.setInterval(tick, TICK);
+    (ticking as { unref?: () => void }).unref?.();
+  }
+  return () => watched.delete(entry);
+}
+
+/** Calls `renew` every `ms` until stopped (a call's lease on its intent). */
+export function every(ms: number, renew: () => void): () => void {
+  let stop = () => {};
+  const arm = () => {
+    stop = watch(ms, () => {
+      stop();
+      renew();
+      arm();
+    });
+  };
+  arm();
+  return () => stop();
+}
 
 /** Runs a store call with the client's time bound, turning any failure into a `StoreError`. */
 export async function storeCall<T>(
@@ -20,15 +57,15 @@ export async function storeCall<T>(
   run: () => Promise<T>,
   context: ErrorContext & { sent?: boolean },
 ): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = io.setTimeout(
-      () => reject(new StoreError(`The store did not answer within ${ctx.storeTimeout} ms (${what}).`, context)),
-      ctx.storeTimeout,
-    );
-  });
+  let unwatch = () => {};
   try {
-    return await Promise.race([run(), timeout]);
+    return await new Promise<T>((resolve, reject) => {
+      unwatch = watch(ctx.storeTimeout, () => {
+        unwatch();
+        reject(new StoreError(`The store did not answer within ${ctx.storeTimeout} ms (${what}).`, context));
+      });
+      run().then(resolve, reject);
+    });
   } catch (error) {
     if (error instanceof OncelyError) throw error;
     const sent = context.sent
@@ -39,6 +76,6 @@ export async function storeCall<T>(
       cause: error,
     });
   } finally {
-    io.clearTimeout(timer);
+    unwatch();
   }
 }
