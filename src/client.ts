@@ -141,6 +141,13 @@ export interface Client {
 const isObservable = (store: Store): store is Store & ObservableStore =>
   typeof (store as Partial<ObservableStore>).subscribe === 'function';
 
+/**
+ * No lone surrogates: SQLite and PostgreSQL keep names as UTF-8, where two different lone
+ * surrogates would both become U+FFFD, one name for two intents.
+ */
+const wellFormed = (text: string): boolean =>
+  !/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(text);
+
 function checkMs(value: unknown, name: string, fallback: number): number {
   if (value === undefined) return fallback;
   if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0 || value > MAX_TIMER)
@@ -158,7 +165,8 @@ export function createClient(options: ClientOptions): Client {
       'createClient needs a store. Import createClient from "oncely" (IndexedDB in browsers, SQLite in Node), or pass `store: new MemoryStore()` for tests.',
     );
   const scope = options.scope ?? 'default';
-  if (typeof scope !== 'string' || scope === '') throw new InvalidArgumentError('scope must be a non-empty string.');
+  if (typeof scope !== 'string' || scope === '' || !wellFormed(scope))
+    throw new InvalidArgumentError('scope must be a non-empty string of well-formed Unicode (no lone surrogates).');
   const profile = resolveProfile(options.profile);
   const hub = new EventHub();
   const coordinator: IntentCoordinator = options.coordinator ?? coordinatorFor(store);
@@ -209,9 +217,9 @@ export function createClient(options: ClientOptions): Client {
       return { ...hub.stats };
     },
     async intent(name, intentOptions = {}) {
-      if (typeof name !== 'string' || name.length === 0 || name.length > MAX_INTENT_NAME_LENGTH)
+      if (typeof name !== 'string' || name.length === 0 || name.length > MAX_INTENT_NAME_LENGTH || !wellFormed(name))
         throw new InvalidArgumentError(
-          `An intent name must be a non-empty string of at most ${MAX_INTENT_NAME_LENGTH} characters, e.g. \`checkout:\${cartId}\`.`,
+          `An intent name must be a non-empty string of well-formed Unicode, at most ${MAX_INTENT_NAME_LENGTH} characters, e.g. \`checkout:\${cartId}\`.`,
           { scope },
         );
       const context = { intent: name, scope };

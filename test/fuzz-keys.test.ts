@@ -3,8 +3,9 @@
  * `InvalidKeyError` before anything is stored or sent, or it reaches the server intact:
  * the contract mock decodes exactly the key the client stored (ietf: a Structured Field
  * string with `"` and `\` escaped). Intent names: empty or too long is an
- * `InvalidArgumentError`; anything else (unicode, slashes, `..`, NUL, lone surrogates)
- * is its own intent, in memory and on disk.
+ * `InvalidArgumentError`, and so is a lone surrogate (UTF-8 stores would merge two of them
+ * into one U+FFFD); anything else (unicode, slashes, `..`, NUL) is its own intent, in
+ * memory and on disk.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -37,6 +38,10 @@ afterAll(() => {
 });
 
 const tried = { keys: 0, names: 0 };
+
+/** No lone surrogate (what `String.prototype.isWellFormed` says). */
+const wellFormed = (text: string) =>
+  !/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(text);
 
 const validKey = (key: string) =>
   key.length >= 1 && key.length <= MAX_KEY_LENGTH && /^[\x20-\x7e]+$/.test(key) && key.trim() === key;
@@ -157,7 +162,16 @@ describe('caller keys', () => {
 describe('intent names', () => {
   it('empty, too long or not a string: InvalidArgumentError, nothing stored', async () => {
     const { store, client } = wireClient('ietf');
-    for (const name of ['', 'n'.repeat(MAX_INTENT_NAME_LENGTH + 1), 'n'.repeat(1_000_000), undefined, 42, null]) {
+    for (const name of [
+      '',
+      'n'.repeat(MAX_INTENT_NAME_LENGTH + 1),
+      'n'.repeat(1_000_000),
+      undefined,
+      42,
+      null,
+      '\ud800',
+      'a\udc00',
+    ]) {
       tried.names++;
       const formed = await drive(settled(client.intent(name as string)));
       expect((formed as { error: unknown }).error).toBeInstanceOf(InvalidArgumentError);
@@ -207,6 +221,12 @@ describe('intent names', () => {
           fc.asyncProperty(nameArb, nameArb, fc.constantFrom('s', 's2', '["s"]', 's"'), async (a, b, scope) => {
             tried.names += 2;
             const client = createClient({ baseUrl: 'https://api.test/', store, scope, now: () => Date.now() });
+            if (!wellFormed(a) || !wellFormed(b)) {
+              const bad = wellFormed(a) ? b : a;
+              await expect(drive(client.intent(bad))).rejects.toBeInstanceOf(InvalidArgumentError);
+              expect(await drive(store.list(scope))).toEqual([]);
+              return;
+            }
             const [ia, ib, ia2] = await drive(Promise.all([client.intent(a), client.intent(b), client.intent(a)]));
             expect(ia!.key).toBe(ia2!.key);
             if (a === b) expect(ia!.key).toBe(ib!.key);
