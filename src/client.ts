@@ -33,8 +33,9 @@ export interface ClientOptions {
    */
   profile?: ProfileName | Profile;
   /**
-   * Where keys live. `oncely` picks IndexedDB in browsers and files in Node; the core
-   * entry needs one passed. `new MemoryStore()` loses keys on reload: tests only.
+   * Where keys live. `oncely` picks IndexedDB in browsers and SQLite in Node; the core
+   * entry (and edge runtimes) need one passed, e.g. a `PostgresStore`. `new MemoryStore()`
+   * loses keys on reload: tests only.
    */
   store?: Store;
   /**
