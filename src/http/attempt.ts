@@ -1,4 +1,5 @@
 import type { KyInstance } from 'ky';
+import type { ServerAnswer } from '../errors.js';
 import { isReplay, type Profile } from '../profiles/profiles.js';
 import type { AttemptReport } from '../retry/loop.js';
 import { followableRedirect, isRedirect, parseAnswer, provablyNotSent, type ReadAnswer } from './answer.js';
@@ -21,6 +22,32 @@ export interface HttpSender {
 export interface RedirectAnswer {
   status: number;
   location: string | undefined;
+}
+
+/** A network-error Response (`Response.error()`, status 0) is no answer: throw as fetch would. */
+function answerOrThrow(response: Response): Response {
+  if (response.type === 'error') throw new TypeError('fetch failed: network error response');
+  return response;
+}
+
+/** A redirect answer ends the attempt: followed at once when `from`'s origin keeps it, else reported. */
+export async function redirectReport(response: Response, from: string): Promise<AttemptReport<RedirectAnswer>> {
+  await response.body?.cancel().catch(() => undefined);
+  const value = { status: response.status, location: response.headers.get('location') ?? undefined };
+  const follow = followableRedirect(response, from);
+  return { outcome: 'redirect', replayed: false, sent: true, status: response.status, follow, value };
+}
+
+/** An answer ends the attempt as the profile reads it. */
+export function answerReport<V>(profile: Profile, answer: ServerAnswer, value: V): AttemptReport<V> {
+  return {
+    outcome: profile.classify(answer),
+    replayed: isReplay(profile, answer),
+    sent: true,
+    status: answer.status,
+    headers: answer.headers,
+    value,
+  };
 }
 
 /**
@@ -46,27 +73,12 @@ export async function httpAttempt(
       redirect: 'manual',
       fetch: async (input: RequestInfo | URL, init?: RequestInit) => {
         reached = true;
-        const response = await sender.fetch(input, init);
-        // A network-error Response (`Response.error()`, status 0) is no answer.
-        if (response.type === 'error') throw new TypeError('fetch failed: network error response');
-        return response;
+        return answerOrThrow(await sender.fetch(input, init));
       },
     });
-    if (isRedirect(response)) {
-      await response.body?.cancel().catch(() => undefined);
-      const follow = followableRedirect(response, target.url);
-      const value = { status: response.status, location: response.headers.get('location') ?? undefined };
-      return { outcome: 'redirect', replayed: false, sent: true, status: response.status, follow, value };
-    }
+    if (isRedirect(response)) return await redirectReport(response, target.url);
     const answer = parseAnswer(response, await response.text());
-    return {
-      outcome: sender.profile.classify(answer),
-      replayed: isReplay(sender.profile, answer),
-      sent: true,
-      status: answer.status,
-      headers: answer.headers,
-      value: answer,
-    };
+    return answerReport(sender.profile, answer, answer);
   } catch (error) {
     return { outcome: 'no_answer', replayed: false, sent: reached && !provablyNotSent(error), error };
   }
@@ -95,37 +107,24 @@ export async function fetchAttempt(
       signal: bounded.signal,
     });
     reached = true;
-    const response = await sender.fetch(request);
-    if (response.type === 'error') throw new TypeError('fetch failed: network error response');
-    if (isRedirect(response)) {
-      await response.body?.cancel().catch(() => undefined);
-      const follow = followableRedirect(response, target.url);
-      const value = { status: response.status, location: response.headers.get('location') ?? undefined };
-      return {
-        outcome: 'redirect',
-        replayed: false,
-        sent: true,
-        status: response.status,
-        follow,
-        value: value as never,
-      };
-    }
-    const body = response.ok ? undefined : parseAnswer(response, await response.clone().text()).body;
-    const answer = { status: response.status, headers: response.headers, body };
-    return {
-      outcome: sender.profile.classify(answer),
-      replayed: isReplay(sender.profile, answer),
-      sent: true,
-      status: response.status,
-      headers: response.headers,
-      value: response,
-    };
+    const response = answerOrThrow(await sender.fetch(request));
+    if (isRedirect(response)) return (await redirectReport(response, target.url)) as AttemptReport<never>;
+    return answerReport(sender.profile, await readCopy(response), response);
   } catch (error) {
     const cause = bounded.timedOut() ? new DOMException('The attempt timed out', 'TimeoutError') : error;
     return { outcome: 'no_answer', replayed: false, sent: reached && !provablyNotSent(error), error: cause };
   } finally {
     bounded.clear();
   }
+}
+
+/**
+ * The answer of a Response the caller keeps: the profile may read an error body (Stripe's
+ * error type), so it reads a copy.
+ */
+export async function readCopy(response: Response): Promise<ServerAnswer> {
+  const body = response.ok ? undefined : parseAnswer(response, await response.clone().text()).body;
+  return { status: response.status, headers: response.headers, body };
 }
 
 /** A signal that aborts with `parent` or after `ms` (on the timers tests can fake). */

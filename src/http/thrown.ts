@@ -2,6 +2,7 @@ import isNetworkError from 'is-network-error';
 import { isReplay, type Outcome, type Profile } from '../profiles/profiles.js';
 import type { AttemptReport } from '../retry/loop.js';
 import { isRedirect, provablyNotSent } from './answer.js';
+import { answerReport, readCopy } from './attempt.js';
 
 /** Your own mapping from an error your transport threw to an outcome; `undefined` falls back to the default. */
 export type RunClassifier = (error: unknown) => Outcome | undefined;
@@ -55,22 +56,7 @@ function isConnectionError(error: unknown): boolean {
 export async function reportValue<T>(value: T, profile: Profile): Promise<AttemptReport<T>> {
   if (value instanceof Response) {
     if (isRedirect(value)) return { outcome: 'redirect', replayed: false, sent: true, status: value.status, value };
-    // The profile may read the body (Stripe's error type): read a copy, the caller gets the original.
-    const body = value.ok
-      ? undefined
-      : await value
-          .clone()
-          .text()
-          .catch(() => undefined);
-    const answer = { status: value.status, headers: value.headers, body };
-    return {
-      outcome: profile.classify(answer),
-      replayed: isReplay(profile, answer),
-      sent: true,
-      status: value.status,
-      headers: value.headers,
-      value,
-    };
+    return answerReport(profile, await readCopy(value), value);
   }
   let last: Loose | undefined;
   try {

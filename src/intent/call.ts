@@ -5,7 +5,7 @@ import {
   IntentGoneError,
   IntentMismatchError,
 } from '../errors.js';
-import { type AttemptReport, type LoopEnd, retryLoop } from '../retry/loop.js';
+import { type AttemptReport, type LoopEnd, retryLoop, sleep } from '../retry/loop.js';
 import { parseRetryAfter, RetryBudget } from '../retry/policy.js';
 import { SENT_STATES } from '../store/record-rules.js';
 import type { IntentLease, IntentRecord } from '../store/store.js';
@@ -58,8 +58,6 @@ export const contextOf = (h: IntentHandle, extra: ErrorContext & { sent?: boolea
   ...extra,
 });
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 /**
  * One atomic store write before the first byte leaves: checks that the stored record may
  * be sent with this request (same intent and key, same fingerprint, not expired, not held
@@ -93,7 +91,7 @@ async function begin(h: IntentHandle, plan: CallPlan<unknown, unknown>, lease: (
     if (before) h.record = before;
     if (refusal === 'busy') {
       if (budget.remaining() <= wait) throw new InProgressError({ ...contextOf(h), holder: 'client' });
-      await sleep(wait);
+      await sleep(wait, plan.signal);
       continue;
     }
     if (refusal === 'gone') throw new IntentGoneError(contextOf(h));

@@ -1,10 +1,11 @@
 /**
- * The server's request fingerprint: SHA-256 (Web Crypto) over the method, the URL path
+ * The server's request fingerprint: SHA-256 over the method, the URL path
  * with its query, and the canonical body text. A JSON body is canonicalised (object keys
  * sorted, no whitespace) so `{"a":1,"b":2}` and `{ "b": 2, "a": 1 }` are the same
  * request; any other body counts byte for byte.
  */
 import { canonicalJson } from '../intent/canonical-json.js';
+import { sha256 } from '../intent/fingerprint.js';
 
 /** The body as the fingerprint sees it: canonical JSON when it parses as JSON, else the text. */
 export function canonicalBody(text: string): string {
@@ -24,6 +25,5 @@ export function canonicalBody(text: string): string {
  */
 export async function requestFingerprint(method: string, url: URL, bodyText: string): Promise<string> {
   const input = `${method.toUpperCase()}\n${url.pathname}${url.search}\n${canonicalBody(bodyText)}`;
-  const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(input));
-  return Array.from(new Uint8Array(digest), (byte) => byte.toString(16).padStart(2, '0')).join('');
+  return sha256(input);
 }

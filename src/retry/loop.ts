@@ -42,7 +42,8 @@ class TryAgain extends Error {
   }
 }
 
-const sleep = (ms: number, signal: AbortSignal | undefined) =>
+/** Waits `ms`, or rejects with the signal's reason as soon as it aborts. */
+export const sleep = (ms: number, signal: AbortSignal | undefined) =>
   new Promise<void>((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
     const onAbort = () => {

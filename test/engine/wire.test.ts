@@ -132,6 +132,31 @@ describe('a store write that fails after an attempt went out', () => {
     expect((await store.get('default', 'pay'))?.lease).toBeUndefined();
     expect(effects(a.key)).toBe(1);
   });
+  it("a call waiting for another client's lease is cancelled by its signal at once, nothing sent", async () => {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const { server, effects } = await payments();
+    const store = new MemoryStore();
+    const slowFetch: typeof fetch = async (input, init) => {
+      await held;
+      return fetch(input, init);
+    };
+    const a = await client(server, { store, coordinator: new LocalCoordinator(), fetch: slowFetch }).intent('pay');
+    const sending = a.post('payments', { json: { amount: 1 } });
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    const b = await client(server, { store, coordinator: new LocalCoordinator() }).intent('pay');
+    const controller = new AbortController();
+    const waiting = b.post('payments', { json: { amount: 1 }, signal: controller.signal }).catch((e: unknown) => e);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    controller.abort(new Error('user left'));
+    expect(await waiting).toMatchObject({ code: 'CANCELLED', sent: false, cause: { message: 'user left' } });
+    release();
+    await sending;
+    expect(server.requests).toHaveLength(1);
+    expect(effects(a.key)).toBe(1);
+  });
 });
 
 describe('redirects (requests go out with redirect: manual)', () => {
