@@ -11,7 +11,7 @@ import { newRecord } from './intent/transitions.js';
 import type { Profile } from './profiles/profiles.js';
 import { type ProfileName, resolveProfile } from './profiles/registry.js';
 import { MAX_TIMER, type RetryOptions, resolveRetryOptions } from './retry/policy.js';
-import { PENDING_STATES } from './store/record-rules.js';
+import { PENDING_STATES, pastRetention } from './store/record-rules.js';
 import type { IntentRecord, IntentState, ObservableStore, Store } from './store/store.js';
 
 export interface ClientOptions {
@@ -261,7 +261,7 @@ export function createClient(options: ClientOptions): Client {
         attempts: r.attempts,
         createdAt: r.createdAt,
         age: t - r.createdAt,
-        expired: t - r.createdAt > (r.ttl ?? ctx.keyTtl),
+        expired: pastRetention(r, t, ctx.keyTtl),
       }));
     },
     clear: () => guarded('clearing the scope', () => store.clear(scope)),

@@ -7,7 +7,7 @@ import {
 } from '../errors.js';
 import { type AttemptReport, type LoopEnd, retryLoop, sleep } from '../retry/loop.js';
 import { parseRetryAfter, RetryBudget } from '../retry/policy.js';
-import { SENT_STATES } from '../store/record-rules.js';
+import { pastRetention, SENT_STATES } from '../store/record-rules.js';
 import type { IntentLease, IntentRecord } from '../store/store.js';
 import type { ClientContext } from './context.js';
 import { type CallEnd, decide, type Verdict } from './decide.js';
@@ -79,8 +79,7 @@ async function begin(h: IntentHandle, plan: CallPlan<unknown, unknown>, lease: (
           if (!current || current.key !== h.key) refusal = 'gone';
           else if (current.fingerprint !== undefined && changed(current.fingerprint, plan).length) refusal = 'mismatch';
           else if (SENT_STATES.includes(current.state) && current.createdAt > now + CLOCK_SKEW) refusal = 'clock';
-          else if (SENT_STATES.includes(current.state) && now - current.createdAt > (current.ttl ?? ctx.keyTtl))
-            refusal = 'expired';
+          else if (SENT_STATES.includes(current.state) && pastRetention(current, now, ctx.keyTtl)) refusal = 'expired';
           else if (!ctx.coordinator.coversStore && current.state === 'in_flight' && !isStale(current.lease, now))
             refusal = 'busy';
           else refusal = undefined;
@@ -88,7 +87,7 @@ async function begin(h: IntentHandle, plan: CallPlan<unknown, unknown>, lease: (
         }),
       contextOf(h),
     );
-    if (before) h.record = before;
+    if (before?.key === h.key) h.record = before;
     if (refusal === 'busy') {
       if (budget.remaining() <= wait) throw new InProgressError({ ...contextOf(h), holder: 'client' });
       await sleep(wait, plan.signal);
@@ -96,7 +95,7 @@ async function begin(h: IntentHandle, plan: CallPlan<unknown, unknown>, lease: (
     }
     if (refusal === 'gone') throw new IntentGoneError(contextOf(h));
     if (refusal === 'mismatch') {
-      ctx.hub.emit({ type: 'mismatch', source: 'local', scope: h.scope, intent: h.name, key: h.key });
+      emit(h, { type: 'mismatch', source: 'local' });
       throw new IntentMismatchError({ ...contextOf(h), changed: changed(before!.fingerprint!, plan) });
     }
     if (refusal)

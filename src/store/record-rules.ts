@@ -13,6 +13,13 @@ export const SENT_STATES: readonly IntentState[] = ['in_flight', 'succeeded', 'f
 /** The record's own retention (ms). */
 export const recordTtl = (record: IntentRecord): number => record.ttl ?? DEFAULT_RECORD_TTL;
 
+/**
+ * True when a sent record's key is past its retention at `now` (the server may have
+ * forgotten it): its own `ttl`, else `fallback` (the client's keyTtl) for 0.1.0 records.
+ */
+export const pastRetention = (record: IntentRecord, now: number, fallback: number): boolean =>
+  now - record.createdAt > (record.ttl ?? fallback);
+
 /** True when a sweep at `now` may remove the record: a settled or never-sent one, idle past its own ttl. */
 export const isSweepable = (record: IntentRecord, now: number): boolean =>
   SWEEPABLE_STATES.includes(record.state) && record.updatedAt + recordTtl(record) < now;

@@ -173,6 +173,11 @@ describe('the intent and its record', () => {
     await (await api({ store }).intent('pay')).reset();
     await expect(intent.post('payments', { json: {} })).rejects.toMatchObject({ code: 'INTENT_GONE' });
     expect(await store.get('default', 'pay')).toBeUndefined();
+    // Formed again elsewhere under a new key: still refused, and this object keeps its own record.
+    const again = await api({ store }).intent('pay');
+    await expect(intent.post('payments', { json: {} })).rejects.toMatchObject({ code: 'INTENT_GONE' });
+    expect(again.key).not.toBe(intent.key);
+    expect(intent.record.key).toBe(intent.key);
   });
 
   it('deadlines run on a monotonic clock: a wall clock jumping a day ahead mid-call changes nothing', async () => {
