@@ -1,7 +1,11 @@
-import { type IntentCoordinator, LocalCoordinator } from '../src/coordinator/coordinator.js';
+import { type IntentCoordinator, LocalCoordinator, type LockSection } from '../src/coordinator/coordinator.js';
 import { intentId } from '../src/store/record-rules.js';
 import { parseRecord } from '../src/store/record-schema.js';
 import type { IntentRecord } from '../src/store/store.js';
+import { LockHolds } from './lock-holds.js';
+
+/** The field of a channel message by which a tab asks the holder of a lock for it. */
+const WANT = 'oncelyWantsLock';
 
 export interface WebLocksCoordinatorOptions {
   /**
@@ -38,6 +42,7 @@ export class WebLocksCoordinator implements IntentCoordinator {
   readonly #listeners = new Set<(record: IntentRecord) => void>();
   #channel: BroadcastChannel | undefined;
   #closed = false;
+  #holdsOf: LockHolds | undefined;
 
   constructor(options: WebLocksCoordinatorOptions = {}) {
     this.#channelName = options.channel ?? 'oncely';
@@ -59,25 +64,45 @@ export class WebLocksCoordinator implements IntentCoordinator {
     return this.crossTab;
   }
 
-  /**
-   * Runs `fn` holding the lock of (scope, name). `signal` aborts the wait for the lock
-   * (rejecting with its reason); once granted, `fn` runs to the end.
-   */
-  async exclusive<T>(scope: string, name: string, fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
-    const id = intentId(scope, name);
-    if (this.#locks) {
-      return this.#locks.request(this.#lockPrefix + id, signal ? { signal } : {}, () => fn()) as Promise<T>;
+  get #holds(): LockHolds | undefined {
+    const locks = this.#locks;
+    if (locks && !this.#holdsOf) {
+      this.#holdsOf = new LockHolds(locks, (lock) => this.#post({ [WANT]: lock }));
+      this.#open();
     }
-    return this.#localExclusive(scope, name, fn, signal);
+    return this.#holdsOf;
+  }
+
+  /**
+   * Runs `fn` holding the lock of (scope, name): at once if this tab holds it idle
+   * ({@link hold}), else once granted, asking a tab that holds it to let it go. `signal`
+   * aborts the wait for the lock (rejecting with its reason); once granted, `fn` runs to
+   * the end.
+   */
+  exclusive<T>(
+    scope: string,
+    name: string,
+    fn: (section?: LockSection) => Promise<T>,
+    signal?: AbortSignal,
+  ): Promise<T> {
+    const holds = this.#holds;
+    if (holds) return holds.run(this.#lockPrefix + intentId(scope, name), fn, signal);
+    return this.#localExclusive(scope, name, () => fn(), signal);
+  }
+
+  /**
+   * Keeps the lock of (scope, name) while no section runs, so that the next call starts
+   * without asking the browser (whose answer after a click waits for the next frame). It
+   * goes to another tab that asks, as soon as idle, and is queued for again. `onHeld` runs
+   * as the first section each time it is gained. Without Web Locks this does nothing.
+   */
+  hold(scope: string, name: string, onHeld: (section: LockSection) => Promise<void>): () => void {
+    return this.#holds?.hold(this.#lockPrefix + intentId(scope, name), onHeld) ?? (() => {});
   }
 
   /** Sends `record` to the coordinators of the other tabs (not to this one's listeners). */
   publish(record: IntentRecord): void {
-    try {
-      this.#open()?.postMessage(record);
-    } catch {
-      // A closed or unclonable channel: telling the other tabs is best effort.
-    }
+    this.#post(record);
   }
 
   /** Hears records published by other tabs. Messages that are not valid records are ignored. */
@@ -91,9 +116,18 @@ export class WebLocksCoordinator implements IntentCoordinator {
 
   close(): void {
     this.#closed = true;
+    this.#holdsOf?.close();
     this.#listeners.clear();
     this.#channel?.close();
     this.#channel = undefined;
+  }
+
+  #post(message: unknown): void {
+    try {
+      this.#open()?.postMessage(message);
+    } catch {
+      // A closed or unclonable channel: telling the other tabs is best effort.
+    }
   }
 
   #open(): BroadcastChannel | undefined {
@@ -111,6 +145,11 @@ export class WebLocksCoordinator implements IntentCoordinator {
   }
 
   #receive(data: unknown): void {
+    const want = (data as { [WANT]?: unknown } | null)?.[WANT];
+    if (typeof want === 'string') {
+      this.#holdsOf?.wanted(want);
+      return;
+    }
     const parsed = parseRecord(data);
     if (!('record' in parsed)) return;
     for (const listener of this.#listeners) {

@@ -1,7 +1,8 @@
+import { createHash } from 'node:crypto';
 import { describe, expect, it, vi } from 'vitest';
 import { canonicalJson } from '../src/intent/canonical-json.js';
-import { sha256 } from '../src/intent/fingerprint.js';
 import { mintKey } from '../src/intent/keys.js';
+import { sha256, sha256Bytes } from '../src/intent/sha256.js';
 import { setupContract } from './helpers/contract.js';
 
 const { contract, client } = setupContract();
@@ -53,6 +54,16 @@ describe('fingerprints and keys', () => {
     const body = canonicalJson({ b: [1, 2], a: 'é 💳 \ud800 "quoted"' });
     const digest = await globalThis.crypto.subtle.digest('SHA-256', new TextEncoder().encode(body));
     expect(await sha256(body)).toBe(Buffer.from(digest).toString('hex'));
+  });
+
+  it('the plain JavaScript SHA-256 (browsers) gives the digest of node:crypto for every length around the block edges', () => {
+    const bytes = new Uint8Array(300).map((_, i) => (i * 151 + 7) & 0xff);
+    for (let length = 0; length <= bytes.length; length++) {
+      const slice = bytes.subarray(0, length);
+      expect(sha256Bytes(slice), `length ${length}`).toBe(createHash('sha256').update(slice).digest('hex'));
+    }
+    const big = new Uint8Array(100_000).map((_, i) => (i * 31) & 0xff);
+    expect(sha256Bytes(big)).toBe(createHash('sha256').update(big).digest('hex'));
   });
 
   it('v7 keys minted in one millisecond stay in order and unique', () => {

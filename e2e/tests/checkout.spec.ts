@@ -113,6 +113,32 @@ test('a reload right after the click resumes with the same key and charges once'
   expect(await api.ledger()).toHaveLength(1);
 });
 
+test('a reload in the same task as the click (the request left, the in_flight write maybe not) keeps the key and charges once', async ({
+  page,
+  api,
+  openCheckout,
+  shot,
+}) => {
+  await api.control({ delay: 300 });
+  const key = await openCheckout(page);
+  // The lock has been kept since mount: the click sends at once and the in_flight write goes
+  // out with the request. Reload before either can be answered.
+  await page.evaluate(() => {
+    document.querySelector<HTMLButtonElement>('[data-testid="pay"]')!.click();
+    location.reload();
+  });
+  await page.waitForLoadState('load');
+  expect(await claimedKey(page)).toBe(key);
+  await shot(page, '01-reloaded');
+  await expect(page.getByTestId('state')).toHaveText(/idle|pending|retrying|success/);
+  if ((await page.getByTestId('state').textContent()) === 'idle') await page.getByTestId('pay').click();
+  await expectState(page, 'success');
+  const payments = await api.payments();
+  expect(new Set(payments.map((p) => p.key))).toEqual(new Set([key]));
+  expect(payments.filter((p) => p.outcome === 'created')).toHaveLength(1);
+  expect(await api.ledger()).toHaveLength(1);
+});
+
 test('two tabs pressing Pay charge once and both show success', async ({ context, api, openCheckout, shot }) => {
   await api.control({ delay: 500 });
   const first = await context.newPage();
@@ -128,6 +154,8 @@ test('two tabs pressing Pay charge once and both show success', async ({ context
 
   const payments = await api.payments();
   expect(payments.filter((p) => p.outcome === 'created')).toHaveLength(1);
+  // One request at a time: the second tab's request (for the replay) only left once the first was answered.
+  expect(payments.filter((p) => p.outcome === 'in_progress')).toHaveLength(0);
   expect(new Set(payments.map((p) => p.key))).toEqual(new Set([key]));
   await expectLedgerShown(second, 1);
   expect(await api.ledger()).toHaveLength(1);

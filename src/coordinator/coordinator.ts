@@ -8,8 +8,24 @@ import { KeyedQueue } from './keyed-queue.js';
  * The browser implementation uses Web Locks and BroadcastChannel.
  */
 export interface IntentCoordinator {
-  /** Runs `fn` while holding the lock for (scope, name); others wait their turn. */
-  exclusive<T>(scope: string, name: string, fn: () => Promise<T>, signal?: AbortSignal): Promise<T>;
+  /**
+   * Runs `fn` while holding the lock for (scope, name); others wait their turn. A
+   * coordinator that can tell passes the {@link LockSection} it runs in.
+   */
+  exclusive<T>(
+    scope: string,
+    name: string,
+    fn: (section?: LockSection) => Promise<T>,
+    signal?: AbortSignal,
+  ): Promise<T>;
+  /**
+   * Keeps the lock of (scope, name) between sections, so that the next `exclusive` starts
+   * at once instead of waiting for the lock (Web Locks: a click's request leaves in the
+   * same frame). The lock goes to any other client that asks, as soon as no section runs
+   * here. `onHeld` runs as the first section each time the lock is (re)gained. Returns
+   * the function that lets the lock go.
+   */
+  hold?(scope: string, name: string, onHeld: (section: LockSection) => Promise<void>): () => void;
   /** Tells the other clients that this intent's record changed. */
   publish(record: IntentRecord): void;
   /** Hears records published by other clients. Returns an unsubscribe function. */
@@ -21,6 +37,18 @@ export interface IntentCoordinator {
    */
   readonly coversStore?: boolean;
   close?(): void;
+}
+
+/** What a section run under an intent's lock learns from the coordinator. */
+export interface LockSection {
+  /** This section's number, unique in the process. */
+  readonly id: number;
+  /**
+   * The section that ended just before this one while this client kept the lock: no
+   * client that takes the lock can have sent or moved the intent since it ended.
+   * `undefined` when the lock was (re)gained for this section.
+   */
+  readonly after: number | undefined;
 }
 
 const shared = new WeakMap<object, LocalCoordinator>();
@@ -37,7 +65,7 @@ export class LocalCoordinator implements IntentCoordinator {
   readonly #queue = new KeyedQueue();
 
   exclusive<T>(scope: string, name: string, fn: () => Promise<T>): Promise<T> {
-    return this.#queue.run(intentId(scope, name), fn);
+    return this.#queue.run(intentId(scope, name), () => fn());
   }
 
   publish(): void {}

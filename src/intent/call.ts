@@ -1,3 +1,4 @@
+import type { LockSection } from '../coordinator/coordinator.js';
 import {
   type ErrorContext,
   InProgressError,
@@ -14,7 +15,7 @@ import { type CallEnd, decide, type Verdict } from './decide.js';
 import { announce, emit, errorFor } from './ending.js';
 import { changedParts } from './fingerprint.js';
 import { every, storeCall } from './store-call.js';
-import { renewLease, toInFlight, toSettled, toUnsent, withMoreAttempts } from './transitions.js';
+import { renewLease, toInFlight, toInFlightOver, toSettled, toUnsent, withMoreAttempts } from './transitions.js';
 
 /** A creation time this far in the future is a clock that jumped, not skew between machines. */
 const CLOCK_SKEW = 5 * 60 * 1000;
@@ -41,6 +42,11 @@ export interface IntentHandle {
   readonly name: string;
   readonly key: string;
   record: IntentRecord;
+  /**
+   * The lock section in which `record` was last read or written, while this client kept
+   * the lock since ({@link LockSection.after}): then no other client can have sent it.
+   */
+  section?: number | undefined;
 }
 
 const PROCESS = Math.random().toString(36).slice(2, 10);
@@ -107,9 +113,48 @@ async function begin(h: IntentHandle, plan: CallPlan<unknown, unknown>, lease: (
       });
     if (stored) h.record = stored;
     report(h);
-    return before!;
+    return { before: before!, stored: Promise.resolve() };
   }
 }
+
+/**
+ * The write before the first byte, when the coordinator has kept the intent's lock since
+ * this object read the record under it, and the record was `ready`: no client that sends
+ * can have touched it since, so the record in memory is the stored one and the request
+ * need not wait for the store (IndexedDB answers a click's write only after the next
+ * frame). The `in_flight` write goes out together with the first attempt; every later
+ * write waits for it. What writes without the lock (claims, resets, `clear()`, sweeps) can
+ * only have deleted the record or put another unsent one in its place: the write then
+ * puts this sent intent back (a sent intent is never forgotten). A crash before it lands
+ * leaves the record `ready` with its key, which the next send reuses.
+ */
+function beginWarm(h: IntentHandle, plan: CallPlan<unknown, unknown>, lease: () => IntentLease) {
+  const { ctx } = h;
+  const before = h.record;
+  if (before.fingerprint !== undefined && changed(before.fingerprint, plan).length) {
+    emit(h, { type: 'mismatch', source: 'local' });
+    throw new IntentMismatchError({ ...contextOf(h), changed: changed(before.fingerprint, plan) });
+  }
+  const next = toInFlight(before, plan.fingerprint, ctx.now(), lease());
+  h.record = next;
+  const stored = storeCall(
+    ctx,
+    'marking the intent in flight',
+    () => ctx.store.update(h.scope, h.name, (current) => toInFlightOver(current, next)),
+    contextOf(h, { sent: true }),
+  ).then((record) => {
+    if (record?.key === h.key) h.record = record;
+    report(h);
+  });
+  return { before, stored };
+}
+
+const warm = (h: IntentHandle, section: LockSection | undefined) =>
+  h.ctx.coordinator.coversStore === true &&
+  section?.after !== undefined &&
+  section.after === h.section &&
+  h.record.state === 'ready' &&
+  h.record.key === h.key;
 
 const changed = (stored: string, plan: CallPlan<unknown, unknown>) =>
   changedParts(stored, plan.fingerprint, plan.legacyFingerprint);
@@ -143,7 +188,7 @@ async function write(
  * decision table, the write of its verdict, the events, and the caller's value or error.
  * Runs under the coordinator's lock for the intent (one call in flight per intent).
  */
-export async function sendCall<V, T>(h: IntentHandle, plan: CallPlan<V, T>): Promise<T> {
+export async function sendCall<V, T>(h: IntentHandle, plan: CallPlan<V, T>, section?: LockSection): Promise<T> {
   const { ctx } = h;
   const owner = `${PROCESS}:${++calls}`;
   const lease = (): IntentLease => ({ owner, until: ctx.now() + ctx.leaseTtl });
@@ -151,17 +196,24 @@ export async function sendCall<V, T>(h: IntentHandle, plan: CallPlan<V, T>): Pro
   liveOwners.add(owner);
   let stopRenewal = () => {};
   try {
-    const before = await begin(h, plan as CallPlan<unknown, unknown>, lease, budget);
+    const untyped = plan as CallPlan<unknown, unknown>;
+    const { before, stored } = warm(h, section) ? beginWarm(h, untyped, lease) : await begin(h, untyped, lease, budget);
+    h.section = undefined;
+    // Later writes wait for the in_flight one; its failure is the settle write's to report.
+    const landed = stored.catch(() => undefined);
     stopRenewal = every(ctx.leaseTtl / 3, () => {
-      ctx.store
-        .update(h.scope, h.name, (c) => renewLease(c, lease()), { durability: 'relaxed' })
-        .catch(() => undefined);
+      void landed.then(() =>
+        ctx.store
+          .update(h.scope, h.name, (c) => renewLease(c, lease()), { durability: 'relaxed' })
+          .catch(() => undefined),
+      );
     });
     let counted = 1; // the in_flight write counted attempt 1
     const end = await retryLoop(
       async (n) => {
         if (n > counted) {
           // So that pending() elsewhere sees the attempts made; a lost count is harmless.
+          await landed;
           await ctx.store
             .update(h.scope, h.name, (c) => c && withMoreAttempts(c, owner, n - counted), { durability: 'relaxed' })
             .then(
@@ -198,19 +250,21 @@ export async function sendCall<V, T>(h: IntentHandle, plan: CallPlan<V, T>): Pro
     };
     const verdict = decide(callEnd);
     stopRenewal();
+    await landed;
     if (sent) {
       const delta = end.sent - counted;
       const status = end.last.status;
       await write(
         h,
         'recording the outcome',
-        (c) => toSettled(c, verdict.state, owner, delta, ctx.now(), status),
+        (c) => toSettled(toInFlightOver(c, h.record) ?? c, verdict.state, owner, delta, ctx.now(), status),
         true,
         'relaxed',
       );
     } else {
       await write(h, 'undoing an unsent call', (c) => toUnsent(c, before, owner), false, 'strict');
     }
+    h.section = section?.id;
     const context = contextOf(h, { attempts: end.attempts });
     announce(h, verdict, end);
     if (verdict.result === 'ok' || verdict.result === 'http_error' || verdict.result === 'key_reused')

@@ -1,4 +1,5 @@
 import type { RequestPart } from '../errors.js';
+import { sha256 } from './sha256.js';
 
 /**
  * The request fingerprint, stored when an intent is first sent so that a changed request
@@ -7,34 +8,6 @@ import type { RequestPart } from '../errors.js';
  * of each part that say which one changed. Relative paths keep pending intents valid when
  * the API moves to another host.
  */
-
-interface NodeCrypto {
-  createHash(algorithm: 'sha256'): { update(text: string): { digest(encoding: 'hex'): string } };
-}
-
-let nodeCrypto: NodeCrypto | null | undefined;
-
-/**
- * Node's `crypto` where the runtime has one (through `process.getBuiltinModule`, so
- * browser bundles import nothing): its hash is synchronous, Web Crypto's is a thread-pool
- * round trip in Node.
- */
-function nodeHash(): NodeCrypto | null {
-  if (nodeCrypto === undefined) {
-    const process = (globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } }).process;
-    const module = process?.getBuiltinModule?.('node:crypto') as Partial<NodeCrypto> | undefined;
-    nodeCrypto = typeof module?.createHash === 'function' ? (module as NodeCrypto) : null;
-  }
-  return nodeCrypto;
-}
-
-/** Hex SHA-256 of a UTF-8 string. */
-export async function sha256(text: string): Promise<string> {
-  const node = nodeHash();
-  if (node) return node.createHash('sha256').update(text).digest('hex');
-  const digest = await globalThis.crypto.subtle.digest('SHA-256', new TextEncoder().encode(text));
-  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, '0')).join('');
-}
 
 export interface RequestParts {
   method: string;
@@ -51,10 +24,10 @@ function tag(text: string): string {
   return (hash >>> 0).toString(16).padStart(8, '0');
 }
 
-export async function fingerprint(parts: RequestParts): Promise<string> {
+export function fingerprint(parts: RequestParts): string {
   // The body is hashed once; the whole binds it through its digest.
-  const body = await sha256(parts.body ?? 'null');
-  const all = await sha256(JSON.stringify([parts.method, parts.path, body]));
+  const body = sha256(parts.body ?? 'null');
+  const all = sha256(JSON.stringify([parts.method, parts.path, body]));
   return ['v2', all, tag(parts.method), tag(parts.path), body.slice(0, 8)].join('.');
 }
 
@@ -82,7 +55,7 @@ function legacyCanonical(value: unknown): string {
 }
 
 /** The fingerprint 0.1.0 stored for the same request: over the absolute URL, or `'RUN'` + name. */
-export function legacyFingerprint(method: string, url: string, json: unknown, body: string | undefined) {
+export function legacyFingerprint(method: string, url: string, json: unknown, body: string | undefined): string {
   const text = json !== undefined ? legacyCanonical(json) : body;
   return sha256(JSON.stringify([method, url, text ?? null]));
 }

@@ -28,7 +28,7 @@ function checkMethod(method: unknown, where: { intent: string; scope: string }):
 }
 
 /** The 0.1.0 fingerprint, computed only when the record last seen carries one. */
-async function legacyIf(h: IntentHandle, compute: () => Promise<string>): Promise<string | undefined> {
+function legacyIf(h: IntentHandle, compute: () => string): string | undefined {
   const stored = h.record.fingerprint;
   return stored !== undefined && !stored.startsWith('v2.') ? compute() : undefined;
 }
@@ -51,8 +51,8 @@ export async function requestPlan<S extends StandardSchemaV1 | undefined>(
   const http = { method: upper, url: target.url, headers, body };
   const sender: HttpSender = ctx;
   return {
-    fingerprint: await fingerprint({ method: upper, path: target.path, body: body ?? null }),
-    legacyFingerprint: await legacyIf(h, () => legacyFingerprint(upper, target.url, options.json, options.body)),
+    fingerprint: fingerprint({ method: upper, path: target.path, body: body ?? null }),
+    legacyFingerprint: legacyIf(h, () => legacyFingerprint(upper, target.url, options.json, options.body)),
     signal: options.signal,
     method: upper,
     url: target.url,
@@ -99,8 +99,8 @@ export async function runPlan<T>(
   const request = serializeBody(options.request ?? null, undefined, where)!;
   const headers = { [ctx.profile.header]: ctx.profile.encodeKey(h.key) };
   return {
-    fingerprint: await fingerprint({ method: 'RUN', path: h.name, body: request }),
-    legacyFingerprint: await legacyIf(h, () => legacyFingerprint('RUN', h.name, options.request ?? null, undefined)),
+    fingerprint: fingerprint({ method: 'RUN', path: h.name, body: request }),
+    legacyFingerprint: legacyIf(h, () => legacyFingerprint('RUN', h.name, options.request ?? null, undefined)),
     signal: options.signal,
     method: 'RUN',
     url: h.name,
@@ -151,7 +151,7 @@ export async function fetchPlan(
   const http = { method: upper, url: target.url, headers, body };
   const { signal, ...rest } = init;
   return {
-    fingerprint: await fingerprint({ method: upper, path: target.path, body: body ?? null }),
+    fingerprint: fingerprint({ method: upper, path: target.path, body: body ?? null }),
     signal: signal ?? undefined,
     method: upper,
     url: target.url,

@@ -23,6 +23,18 @@ export function toInFlight(record: IntentRecord, fingerprint: string, now: numbe
   };
 }
 
+/**
+ * The in_flight write that goes out with the first attempt (`next`, from the record read
+ * under a lock kept since): on the stored record if it is still this intent's and unsent;
+ * over a deleted record, or another key's never-sent one, `next` itself (the sent intent
+ * comes back). `undefined` leaves the store as it is.
+ */
+export function toInFlightOver(current: IntentRecord | undefined, next: IntentRecord): IntentRecord | undefined {
+  if (current?.key === next.key)
+    return current.state === 'ready' ? toInFlight(current, next.fingerprint!, next.updatedAt, next.lease!) : undefined;
+  return !current || current.state === 'ready' ? next : undefined;
+}
+
 /** Attempt `added` more went out (retries), while the lease is still this call's. */
 export function withMoreAttempts(record: IntentRecord, owner: string, added: number): IntentRecord | undefined {
   return record.lease?.owner === owner && added > 0 ? { ...record, attempts: record.attempts + added } : undefined;

@@ -5,7 +5,7 @@
  * request; any other body counts byte for byte.
  */
 import { canonicalJson } from '../intent/canonical-json.js';
-import { sha256 } from '../intent/fingerprint.js';
+import { sha256 } from '../intent/sha256.js';
 
 /** The body as the fingerprint sees it: canonical JSON when it parses as JSON, else the text. */
 export function canonicalBody(text: string): string {

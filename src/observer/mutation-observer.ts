@@ -92,6 +92,8 @@ export class IdempotentMutationObserver<T = unknown, V = void> {
   #watching = false;
   #resumeOnLoad = true;
   #offs: (() => void)[] = [];
+  /** The intent whose lock this observer keeps while subscribed (`intent.hold()`). */
+  #held: { intent: Intent; release: () => void } | undefined;
 
   constructor(options: IdempotentMutationOptions<T, V>) {
     this.#options = options;
@@ -167,8 +169,10 @@ export class IdempotentMutationObserver<T = unknown, V = void> {
       throw this.#refusal(state === 'unknown' ? 'its outcome is unknown' : 'it is being sent (maybe in another tab)');
     await intent.reset();
     this.#claim = undefined;
+    this.#letGo();
     this.#dispatch({ type: 'forgotten' });
     const next = await this.#intent();
+    this.#hold(next);
     this.#dispatch({ type: 'stored', record: next.record, status: 'idle' });
   };
 
@@ -215,6 +219,7 @@ export class IdempotentMutationObserver<T = unknown, V = void> {
 
   #disconnect(): void {
     for (const off of this.#offs.splice(0)) off();
+    this.#letGo();
     const controller = this.#controller;
     if (!this.#options.abortOnUnmount || !controller) return;
     // Deferred so that StrictMode's immediate resubscribe does not abort.
@@ -227,7 +232,9 @@ export class IdempotentMutationObserver<T = unknown, V = void> {
   async #load(): Promise<void> {
     let record: IntentRecord;
     try {
-      record = await (await this.#intent()).refresh();
+      const intent = await this.#intent();
+      this.#hold(intent);
+      record = await intent.refresh();
     } catch (error) {
       if (!this.#current) this.#dispatch({ type: 'error', error, status: 'error', attempts: 0, record: undefined });
       return;
@@ -246,6 +253,18 @@ export class IdempotentMutationObserver<T = unknown, V = void> {
       this.#dispatch({ type: 'stored', record, status: STATUS_OF[record.state] });
       if (record.state === 'in_flight') void this.#watch(resumeUnknown);
     }
+  }
+
+  /** While subscribed, keeps the intent's lock between calls: a click's request leaves at once. */
+  #hold(intent: Intent): void {
+    if (this.#listeners.size === 0 || this.#held?.intent === intent) return;
+    this.#letGo();
+    this.#held = { intent, release: intent.hold() };
+  }
+
+  #letGo(): void {
+    this.#held?.release();
+    this.#held = undefined;
   }
 
   /** Someone is sending: wait for their lock, then show their outcome, or resume if they died. */

@@ -1,0 +1,192 @@
+import type { LockSection } from '../src/coordinator/coordinator.js';
+
+/**
+ * Web Locks kept between sections (`WebLocksCoordinator.hold`). A tab that holds an
+ * intent's lock runs the next section at once: the click's request leaves in the same
+ * frame, where asking the browser for the lock would wait for the next one (Chromium holds
+ * lock grants that follow a click until it has drawn). Another tab that needs the lock
+ * asks for it over the BroadcastChannel; the holder lets it go as soon as no section runs,
+ * and queues again behind it.
+ */
+
+let sections = 0;
+/** How often a waiting client asks again: a holder that queued again may win the race once. */
+const ASK_AGAIN_MS = 200;
+
+interface Hold {
+  readonly name: string;
+  /** The `hold()` callers: each runs its section whenever the lock is (re)gained. */
+  readonly holders: Set<{ onHeld: (section: LockSection) => Promise<void> }>;
+  held: boolean;
+  /** Resolves once the lock is granted; a new one after each yield. */
+  granted: Promise<void>;
+  grant: () => void;
+  /** Ends the lock callback: the browser passes the lock on. */
+  letGo: () => void;
+  /** The last section queued: sections run one after another. */
+  tail: Promise<unknown>;
+  /** Sections queued or running. */
+  busy: number;
+  /** The section that ended last under the current grant. */
+  last: number | undefined;
+  /** Another client asked while a section ran: yield when it ends. */
+  wanted: boolean;
+  /** No caller holds it any more: let go when idle. */
+  closed: boolean;
+}
+
+const nextSection = (after: number | undefined): LockSection => ({ id: ++sections, after });
+
+/** Rejects with the signal's reason if it aborts before `started()` turns true. */
+function abortable<T>(run: Promise<T>, signal: AbortSignal | undefined, started: () => boolean): Promise<T> {
+  if (!signal) return run;
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => {
+      if (!started()) reject(signal.reason);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    run.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
+export class LockHolds {
+  readonly #holds = new Map<string, Hold>();
+
+  constructor(
+    private readonly locks: LockManager,
+    /** Tells the other tabs that this one waits for `name`. */
+    private readonly ask: (name: string) => void,
+  ) {}
+
+  hold(name: string, onHeld: (section: LockSection) => Promise<void>): () => void {
+    let h = this.#holds.get(name);
+    if (!h) {
+      h = {
+        name,
+        holders: new Set(),
+        held: false,
+        granted: Promise.resolve(),
+        grant: () => {},
+        letGo: () => {},
+        tail: Promise.resolve(),
+        busy: 0,
+        last: undefined,
+        wanted: false,
+        closed: false,
+      };
+      this.#holds.set(name, h);
+      this.#acquire(h);
+    }
+    const holder = { onHeld };
+    h.holders.add(holder);
+    if (h.held) this.#section(h, onHeld).catch(() => undefined);
+    const hold = h;
+    return () => {
+      if (!hold.holders.delete(holder) || hold.holders.size > 0) return;
+      hold.closed = true;
+      if (this.#holds.get(name) === hold) this.#holds.delete(name);
+      if (hold.busy === 0) this.#yield(hold);
+    };
+  }
+
+  /**
+   * Runs `fn` under the lock: at once when held here and idle, else after the sections
+   * before it or once the lock is gained (asking the holder). Without a hold, one request.
+   */
+  run<T>(name: string, fn: (section: LockSection) => Promise<T>, signal?: AbortSignal): Promise<T> {
+    const h = this.#holds.get(name);
+    if (h) return this.#section(h, fn, signal);
+    let started = false;
+    const stop = this.#asking(name, () => started);
+    const run = this.locks.request(name, signal ? { signal } : {}, () => {
+      started = true;
+      stop();
+      return fn(nextSection(undefined));
+    }) as Promise<T>;
+    run.catch(stop);
+    return run;
+  }
+
+  /** Another tab asked for `name`: let it go now if idle, else when the sections end. */
+  wanted(name: string): void {
+    const h = this.#holds.get(name);
+    if (!h?.held) return;
+    if (h.busy === 0) this.#yield(h);
+    else h.wanted = true;
+  }
+
+  close(): void {
+    for (const h of this.#holds.values()) {
+      h.closed = true;
+      if (h.busy === 0) this.#yield(h);
+    }
+    this.#holds.clear();
+  }
+
+  #section<T>(h: Hold, fn: (section: LockSection) => Promise<T>, signal?: AbortSignal): Promise<T> {
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    h.busy++;
+    let started = false;
+    const stop = h.held ? () => {} : this.#asking(h.name, () => started || h.held);
+    const run = h.tail
+      .then(() => h.granted)
+      .then(() => {
+        stop();
+        if (signal?.aborted) throw signal.reason;
+        started = true;
+        const section = nextSection(h.last);
+        h.last = undefined;
+        return fn(section).finally(() => {
+          h.last = section.id;
+        });
+      });
+    const done = () => {
+      stop();
+      if (--h.busy > 0) return;
+      if (h.closed || h.wanted) this.#yield(h);
+    };
+    h.tail = run.then(done, done);
+    return abortable(run, signal, () => started);
+  }
+
+  /** Asks the holder for `name` now and every ASK_AGAIN_MS until `granted()`. Returns the stop. */
+  #asking(name: string, granted: () => boolean): () => void {
+    this.ask(name);
+    const timer = setInterval(() => (granted() ? clearInterval(timer) : this.ask(name)), ASK_AGAIN_MS);
+    (timer as { unref?: () => void }).unref?.();
+    return () => clearInterval(timer);
+  }
+
+  #acquire(h: Hold): void {
+    h.granted = new Promise((resolve) => {
+      h.grant = resolve;
+    });
+    this.locks
+      .request(
+        h.name,
+        () =>
+          new Promise<void>((letGo) => {
+            h.letGo = letGo;
+            h.held = true;
+            h.last = undefined;
+            h.grant();
+            if (h.closed && h.busy === 0) return this.#yield(h);
+            for (const { onHeld } of h.holders) this.#section(h, onHeld).catch(() => undefined);
+          }),
+      )
+      .catch(() => {
+        // The request failed (the page is closing): nothing is held.
+        h.held = false;
+      });
+  }
+
+  /** Lets the lock go (the next in line gets it) and, while held by callers, queues again. */
+  #yield(h: Hold): void {
+    h.wanted = false;
+    if (h.held) {
+      h.held = false;
+      h.letGo();
+    }
+    if (!h.closed) this.#acquire(h);
+  }
+}

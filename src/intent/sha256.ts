@@ -1,0 +1,89 @@
+/**
+ * SHA-256, synchronous, for request fingerprints. Node's `crypto` where the runtime has one
+ * (through `process.getBuiltinModule`, so browser bundles import nothing); elsewhere FIPS
+ * 180-4 in plain JavaScript. Web Crypto is not used: its digest answers in a later task,
+ * and Chromium holds such tasks after a click until the next frame, delaying the request.
+ */
+
+interface NodeCrypto {
+  createHash(algorithm: 'sha256'): { update(text: string): { digest(encoding: 'hex'): string } };
+}
+
+let nodeCrypto: NodeCrypto | null | undefined;
+
+function nodeHash(): NodeCrypto | null {
+  if (nodeCrypto === undefined) {
+    const process = (globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } }).process;
+    const module = process?.getBuiltinModule?.('node:crypto') as Partial<NodeCrypto> | undefined;
+    nodeCrypto = typeof module?.createHash === 'function' ? (module as NodeCrypto) : null;
+  }
+  return nodeCrypto;
+}
+
+/** Round constants and initial hash: fractional parts of the cube and square roots of the first primes. */
+let K: Int32Array | undefined;
+let H: Int32Array;
+
+function constants(): Int32Array {
+  if (!K) {
+    K = new Int32Array(64);
+    H = new Int32Array(8);
+    for (let n = 2, i = 0; i < 64; n++) {
+      let prime = true;
+      for (let d = 2; d * d <= n; d++) if (n % d === 0) prime = false;
+      if (!prime) continue;
+      if (i < 8) H[i] = (Math.sqrt(n) % 1) * 2 ** 32;
+      K[i++] = (Math.cbrt(n) % 1) * 2 ** 32;
+    }
+  }
+  return K;
+}
+
+const rotr = (x: number, n: number) => (x >>> n) | (x << (32 - n));
+
+/** SHA-256 of `bytes`, as 64 lowercase hex digits. */
+export function sha256Bytes(bytes: Uint8Array): string {
+  const k = constants();
+  const length = bytes.length;
+  const words = new Int32Array(((length + 72) >> 6) << 4);
+  for (let i = 0; i < length; i++) words[i >> 2]! |= bytes[i]! << (24 - (i & 3) * 8);
+  words[length >> 2]! |= 0x80 << (24 - (length & 3) * 8);
+  words[words.length - 1] = length * 8;
+  words[words.length - 2] = length / 2 ** 29;
+  const h = H.slice();
+  const w = new Int32Array(64);
+  for (let block = 0; block < words.length; block += 16) {
+    for (let i = 0; i < 64; i++) {
+      if (i < 16) w[i] = words[block + i]!;
+      else {
+        const a = w[i - 15]!;
+        const b = w[i - 2]!;
+        w[i] =
+          (rotr(a, 7) ^ rotr(a, 18) ^ (a >>> 3)) + w[i - 16]! + (rotr(b, 17) ^ rotr(b, 19) ^ (b >>> 10)) + w[i - 7]!;
+      }
+    }
+    let [a, b, c, d, e, f, g, hh] = h as unknown as number[];
+    for (let i = 0; i < 64; i++) {
+      const t1 = (hh! + (rotr(e!, 6) ^ rotr(e!, 11) ^ rotr(e!, 25)) + ((e! & f!) ^ (~e! & g!)) + k[i]! + w[i]!) | 0;
+      const t2 = ((rotr(a!, 2) ^ rotr(a!, 13) ^ rotr(a!, 22)) + ((a! & b!) ^ (a! & c!) ^ (b! & c!))) | 0;
+      hh = g;
+      g = f;
+      f = e;
+      e = (d! + t1) | 0;
+      d = c;
+      c = b;
+      b = a;
+      a = (t1 + t2) | 0;
+    }
+    [a, b, c, d, e, f, g, hh].forEach((x, i) => {
+      h[i]! += x!;
+    });
+  }
+  return Array.from(h, (x) => (x >>> 0).toString(16).padStart(8, '0')).join('');
+}
+
+/** Hex SHA-256 of a UTF-8 string. */
+export function sha256(text: string): string {
+  const node = nodeHash();
+  return node ? node.createHash('sha256').update(text).digest('hex') : sha256Bytes(new TextEncoder().encode(text));
+}

@@ -1,0 +1,190 @@
+/**
+ * The click's path (issue 13): with the intent's lock kept (`intent.hold()`, Web Locks),
+ * the request leaves without waiting for the store, and the `in_flight` write goes out
+ * with it. What must still hold: the write lands, every later write waits for it, a sent
+ * intent is never forgotten (not even when the record was deleted or replaced meanwhile
+ * by something that writes without the lock), and two tabs still send one at a time.
+ * Node 24's Web Locks and BroadcastChannel stand in for the tabs'; a real HTTP server.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { WebLocksCoordinator } from '../../browser/cross-tab.js';
+import { type Client, createClient, IntentGoneError, MemoryStore, StoreError } from '../../src/index.js';
+import type { IntentRecord, RecordUpdater } from '../../src/store/store.js';
+import { type Reply, type WireServer, wireServer } from '../helpers/wire-server.js';
+
+const closing: (() => unknown)[] = [];
+afterEach(async () => {
+  for (const close of closing.splice(0).reverse()) await close();
+});
+
+/** A MemoryStore whose writes can be held back (the frame IndexedDB waits after a click) or failed. */
+class GatedStore extends MemoryStore {
+  log: string[];
+  #gate: Promise<void> = Promise.resolve();
+  #open = () => {};
+  failNext = 0;
+  constructor(log: string[]) {
+    super();
+    this.log = log;
+  }
+  holdWrites() {
+    const opened = new Promise<void>((resolve) => {
+      this.#open = resolve;
+    });
+    this.#gate = opened;
+  }
+  releaseWrites() {
+    this.#open();
+    this.#gate = Promise.resolve();
+  }
+  override async update(scope: string, name: string, updater: RecordUpdater) {
+    await this.#gate;
+    if (this.failNext > 0) {
+      this.failNext--;
+      throw new Error('disk full');
+    }
+    const stored = await super.update(scope, name, updater);
+    this.log.push(`stored ${stored?.state ?? 'nothing'}`);
+    return stored;
+  }
+}
+
+let channels = 0;
+async function setup(handler: (n: number) => Reply = () => ({ status: 201, body: { id: 'pay_1' } })) {
+  const log: string[] = [];
+  const server: WireServer = await wireServer((_req, n) => {
+    log.push('request');
+    return handler(n);
+  });
+  closing.push(() => server.close());
+  const store = new GatedStore(log);
+  const channel = `oncely-held-${process.pid}-${channels++}`;
+  const tab = (): Client => {
+    const coordinator = new WebLocksCoordinator({ channel, lockPrefix: `${channel}:` });
+    const client = createClient({ baseUrl: server.url, store, coordinator, retry: { baseDelay: 1, maxDelay: 5 } });
+    closing.push(() => coordinator.close());
+    return client;
+  };
+  return { log, server, store, tab };
+}
+
+/** Forms the intent and keeps its lock, resolving once its record was read under the lock. */
+async function heldIntent(client: Client, name = 'checkout:1') {
+  const intent = await client.intent(name);
+  closing.push(intent.hold());
+  await intent.sync();
+  return intent;
+}
+
+const body = { amount: 1999 };
+
+describe('a kept lock: the request leaves with the in_flight write', () => {
+  it('the request reaches the server while the in_flight write is still held back; the write lands, then the outcome', async () => {
+    const { log, server, store, tab } = await setup();
+    const intent = await heldIntent(tab());
+    store.holdWrites();
+    const call = intent.post('pay', { json: body });
+    await expect.poll(() => server.requests.length).toBe(1);
+    expect((await store.get(intent.scope, intent.name))?.state).toBe('ready');
+    store.releaseWrites();
+    const res = await call;
+    expect(res.status).toBe(201);
+    expect(log).toEqual(['request', 'stored in_flight', 'stored succeeded']);
+    const stored = (await store.get(intent.scope, intent.name))!;
+    expect(stored).toMatchObject({ key: intent.key, state: 'succeeded', attempts: 1 });
+    expect(stored.fingerprint).toMatch(/^v2\./);
+    expect(stored.lease).toBeUndefined();
+  });
+
+  it('without a kept lock the in_flight write lands before the first byte, as always', async () => {
+    const { log, tab } = await setup();
+    const intent = await tab().intent('checkout:1');
+    await intent.post('pay', { json: body });
+    expect(log).toEqual(['stored in_flight', 'request', 'stored succeeded']);
+  });
+
+  it('a call on an intent already sent takes the strict path: its in_flight write lands before its request', async () => {
+    const { log, server, tab } = await setup();
+    const intent = await heldIntent(tab());
+    await intent.post('pay', { json: body });
+    log.length = 0;
+    // No bodies are stored: the same key is sent again for the server's replay.
+    await intent.post('pay', { json: body });
+    expect(log).toEqual(['stored in_flight', 'request', 'stored succeeded']);
+    expect(new Set(server.requests.map((r) => r.headers['idempotency-key']))).toEqual(new Set([`"${intent.key}"`]));
+  });
+
+  it('a record deleted meanwhile without the lock (reset, clear, sweep elsewhere) is put back: a sent intent is never forgotten', async () => {
+    const { store, tab } = await setup();
+    const intent = await heldIntent(tab());
+    await store.delete(intent.scope, intent.name);
+    await intent.post('pay', { json: body });
+    expect(await store.get(intent.scope, intent.name)).toMatchObject({ key: intent.key, state: 'succeeded' });
+  });
+
+  it('another key claimed in its place meanwhile loses to the sent one; sending that key is refused, nothing sent twice', async () => {
+    const { server, store, tab } = await setup();
+    const intent = await heldIntent(tab());
+    await store.delete(intent.scope, intent.name);
+    const other = await tab().intent('checkout:1');
+    expect(other.key).not.toBe(intent.key);
+    await intent.post('pay', { json: body });
+    expect(await store.get(intent.scope, intent.name)).toMatchObject({ key: intent.key, state: 'succeeded' });
+    await expect(other.post('pay', { json: body })).rejects.toBeInstanceOf(IntentGoneError);
+    expect(server.requests.map((r) => r.headers['idempotency-key'])).toEqual([`"${intent.key}"`]);
+  });
+
+  it('an in_flight write that fails does not lose the outcome: the settle write records it, fingerprint included', async () => {
+    const { store, tab } = await setup();
+    const intent = await heldIntent(tab());
+    store.failNext = 1;
+    const res = await intent.post('pay', { json: body });
+    expect(res.status).toBe(201);
+    const stored = (await store.get(intent.scope, intent.name))!;
+    expect(stored).toMatchObject({ key: intent.key, state: 'succeeded', attempts: 1 });
+    expect(stored.fingerprint).toMatch(/^v2\./);
+  });
+
+  it('when every write fails after the request left, the StoreError says an attempt went out and the key stays', async () => {
+    const { server, store, tab } = await setup();
+    const intent = await heldIntent(tab());
+    store.failNext = 2;
+    const error = await intent.post('pay', { json: body }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StoreError);
+    expect((error as StoreError).message).toMatch(/An attempt had gone out/);
+    expect(server.requests).toHaveLength(1);
+    expect((await store.get(intent.scope, intent.name))?.key).toBe(intent.key);
+  });
+
+  it('two tabs that both keep the lock and pay together send one request, one at a time', async () => {
+    let inside = 0;
+    let overlap = false;
+    const { server, tab } = await setup(() => {
+      if (++inside > 1) overlap = true;
+      return new Promise((resolve) =>
+        setTimeout(() => {
+          inside--;
+          resolve({ status: 201, body: { id: 'pay_1' } });
+        }, 30),
+      ) as never;
+    });
+    const [a, b] = [await heldIntent(tab()), await heldIntent(tab())];
+    expect(b.key).toBe(a.key);
+    const [ra, rb] = await Promise.all([a.post('pay', { json: body }), b.post('pay', { json: body })]);
+    expect([ra.status, rb.status]).toEqual([201, 201]);
+    // The second tab sends after the first one's call ended, with the same key (for the replay).
+    expect(overlap).toBe(false);
+    expect(server.requests.map((r) => r.headers['idempotency-key'])).toEqual([`"${a.key}"`, `"${a.key}"`]);
+  });
+
+  it('an unsent call (connection refused) puts the record back to ready: unsent, no fingerprint, no attempt', async () => {
+    const { log, server, store, tab } = await setup();
+    const intent = await heldIntent(tab());
+    await server.close();
+    await expect(intent.post('pay', { json: body })).rejects.toBeDefined();
+    const record: IntentRecord | undefined = await store.get(intent.scope, intent.name);
+    expect(record).toMatchObject({ key: intent.key, state: 'ready', attempts: 0 });
+    expect(record?.fingerprint).toBeUndefined();
+    expect(log).not.toContain('request');
+  });
+});
