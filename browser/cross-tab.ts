@@ -3,6 +3,7 @@ import { intentId } from '../src/store/record-rules.js';
 import { parseRecord } from '../src/store/record-schema.js';
 import type { IntentRecord } from '../src/store/store.js';
 import { LockHolds } from './lock-holds.js';
+import { type NoteStorage, SentNotes } from './sent-notes.js';
 
 /** The field of a channel message by which a tab asks the holder of a lock for it. */
 const WANT = 'oncelyWantsLock';
@@ -25,6 +26,13 @@ export interface WebLocksCoordinatorOptions {
    * @default globalThis.navigator.locks, read at first use
    */
   locks?: LockManager;
+  /**
+   * Where a call started under a kept lock notes, before its request leaves, that the
+   * intent was sent, until its IndexedDB write lands: a reload in that frame then still
+   * finds it sent. Pass `undefined` to keep no notes.
+   * @default globalThis.localStorage, read at first use
+   */
+  notes?: NoteStorage;
 }
 
 /**
@@ -43,11 +51,14 @@ export class WebLocksCoordinator implements IntentCoordinator {
   #channel: BroadcastChannel | undefined;
   #closed = false;
   #holdsOf: LockHolds | undefined;
+  readonly #notes: SentNotes;
 
   constructor(options: WebLocksCoordinatorOptions = {}) {
     this.#channelName = options.channel ?? 'oncely';
     this.#lockPrefix = options.lockPrefix ?? 'oncely:';
     this.#locksOption = 'locks' in options ? { value: options.locks } : undefined;
+    const notes = 'notes' in options ? () => options.notes : () => globalThis.localStorage;
+    this.#notes = new SentNotes(notes, `${this.#lockPrefix}sent:`);
   }
 
   get #locks(): LockManager | undefined {
@@ -98,6 +109,16 @@ export class WebLocksCoordinator implements IntentCoordinator {
    */
   hold(scope: string, name: string, onHeld: (section: LockSection) => Promise<void>): () => void {
     return this.#holds?.hold(this.#lockPrefix + intentId(scope, name), onHeld) ?? (() => {});
+  }
+
+  noteSent(record: IntentRecord): () => void {
+    return this.#notes.note(intentId(record.scope, record.name), record);
+  }
+
+  sentNote(scope: string, name: string): { record: IntentRecord; drop: () => void } | undefined {
+    const lock = intentId(scope, name);
+    const record = this.#notes.read(lock);
+    return record && { record, drop: () => this.#notes.drop(lock, record.key) };
   }
 
   /** Sends `record` to the coordinators of the other tabs (not to this one's listeners). */

@@ -26,6 +26,14 @@ export interface IntentCoordinator {
    * the function that lets the lock go.
    */
   hold?(scope: string, name: string, onHeld: (section: LockSection) => Promise<void>): () => void;
+  /**
+   * Notes synchronously, where a reload finds it (localStorage), that `record` was sent
+   * before its `in_flight` write landed (a call started under a kept lock). Returns the
+   * function that drops the note once the write has landed.
+   */
+  noteSent?(record: IntentRecord): () => void;
+  /** The note of a page that went away before its `in_flight` write landed, with its drop. */
+  sentNote?(scope: string, name: string): { record: IntentRecord; drop: () => void } | undefined;
   /** Tells the other clients that this intent's record changed. */
   publish(record: IntentRecord): void;
   /** Hears records published by other clients. Returns an unsubscribe function. */

@@ -137,16 +137,39 @@ function beginWarm(h: IntentHandle, plan: CallPlan<unknown, unknown>, lease: () 
   }
   const next = toInFlight(before, plan.fingerprint, ctx.now(), lease());
   h.record = next;
+  const drop = ctx.coordinator.noteSent?.(next);
   const stored = storeCall(
     ctx,
     'marking the intent in flight',
     () => ctx.store.update(h.scope, h.name, (current) => toInFlightOver(current, next)),
     contextOf(h, { sent: true }),
   ).then((record) => {
+    drop?.();
     if (record?.key === h.key) h.record = record;
     report(h);
   });
   return { before, stored };
+}
+
+/**
+ * Under the intent's lock: stores as sent an intent that a page sent and left (reload,
+ * crash) before its `in_flight` write landed, from the coordinator's note (`noteSent`).
+ */
+export async function applySentNote(h: IntentHandle): Promise<void> {
+  const { ctx } = h;
+  const note = ctx.coordinator.sentNote?.(h.scope, h.name);
+  if (!note) return;
+  const stored = await storeCall(
+    ctx,
+    'storing an intent sent before a reload',
+    () => ctx.store.update(h.scope, h.name, (current) => toInFlightOver(current, note.record)),
+    contextOf(h, { sent: true }),
+  );
+  note.drop();
+  if (stored?.key === h.key) {
+    h.record = stored;
+    report(h);
+  }
 }
 
 const warm = (h: IntentHandle, section: LockSection | undefined) =>

@@ -3,7 +3,7 @@ import { CancelledError, IntentMismatchError, InvalidArgumentError, OncelyError 
 import type { StandardSchemaV1 } from '../http/schema.js';
 import { intentId } from '../store/record-rules.js';
 import type { IntentRecord } from '../store/store.js';
-import { type CallPlan, contextOf, type IntentHandle, sendCall } from './call.js';
+import { applySentNote, type CallPlan, contextOf, type IntentHandle, sendCall } from './call.js';
 import type { ClientContext } from './context.js';
 import { emit } from './ending.js';
 import { changedParts } from './fingerprint.js';
@@ -143,7 +143,10 @@ export class Intent {
   /** Re-reads the record; in a lock section, notes the section for the next call (see `hold`). */
   async #readIn(section: LockSection | undefined): Promise<IntentRecord> {
     const h = this.#h;
-    if (section) h.section = undefined;
+    if (section) {
+      h.section = undefined;
+      await applySentNote(h);
+    }
     const stored = await storeCall(h.ctx, 'reading the intent', () => h.ctx.store.get(h.scope, h.name), contextOf(h));
     if (stored?.key === h.key) {
       h.record = stored;

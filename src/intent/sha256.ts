@@ -39,8 +39,6 @@ function constants(): Int32Array {
   return K;
 }
 
-const rotr = (x: number, n: number) => (x >>> n) | (x << (32 - n));
-
 /** SHA-256 of `bytes`, as 64 lowercase hex digits. */
 export function sha256Bytes(bytes: Uint8Array): string {
   const k = constants();
@@ -53,33 +51,48 @@ export function sha256Bytes(bytes: Uint8Array): string {
   const h = H.slice();
   const w = new Int32Array(64);
   for (let block = 0; block < words.length; block += 16) {
-    for (let i = 0; i < 64; i++) {
-      if (i < 16) w[i] = words[block + i]!;
-      else {
-        const a = w[i - 15]!;
-        const b = w[i - 2]!;
-        w[i] =
-          (rotr(a, 7) ^ rotr(a, 18) ^ (a >>> 3)) + w[i - 16]! + (rotr(b, 17) ^ rotr(b, 19) ^ (b >>> 10)) + w[i - 7]!;
-      }
+    for (let i = 0; i < 16; i++) w[i] = words[block + i]!;
+    for (let i = 16; i < 64; i++) {
+      const x = w[i - 15]!;
+      const y = w[i - 2]!;
+      const s0 = ((x >>> 7) | (x << 25)) ^ ((x >>> 18) | (x << 14)) ^ (x >>> 3);
+      const s1 = ((y >>> 17) | (y << 15)) ^ ((y >>> 19) | (y << 13)) ^ (y >>> 10);
+      w[i] = w[i - 16]! + s0 + w[i - 7]! + s1;
     }
-    let [a, b, c, d, e, f, g, hh] = h as unknown as number[];
+    let a = h[0]!;
+    let b = h[1]!;
+    let c = h[2]!;
+    let d = h[3]!;
+    let e = h[4]!;
+    let f = h[5]!;
+    let g = h[6]!;
+    let hh = h[7]!;
     for (let i = 0; i < 64; i++) {
-      const t1 = (hh! + (rotr(e!, 6) ^ rotr(e!, 11) ^ rotr(e!, 25)) + ((e! & f!) ^ (~e! & g!)) + k[i]! + w[i]!) | 0;
-      const t2 = ((rotr(a!, 2) ^ rotr(a!, 13) ^ rotr(a!, 22)) + ((a! & b!) ^ (a! & c!) ^ (b! & c!))) | 0;
+      const S1 = ((e >>> 6) | (e << 26)) ^ ((e >>> 11) | (e << 21)) ^ ((e >>> 25) | (e << 7));
+      const t1 = (hh + S1 + ((e & f) ^ (~e & g)) + k[i]! + w[i]!) | 0;
+      const S0 = ((a >>> 2) | (a << 30)) ^ ((a >>> 13) | (a << 19)) ^ ((a >>> 22) | (a << 10));
+      const t2 = (S0 + ((a & b) ^ (a & c) ^ (b & c))) | 0;
       hh = g;
       g = f;
       f = e;
-      e = (d! + t1) | 0;
+      e = (d + t1) | 0;
       d = c;
       c = b;
       b = a;
       a = (t1 + t2) | 0;
     }
-    [a, b, c, d, e, f, g, hh].forEach((x, i) => {
-      h[i]! += x!;
-    });
+    h[0]! += a;
+    h[1]! += b;
+    h[2]! += c;
+    h[3]! += d;
+    h[4]! += e;
+    h[5]! += f;
+    h[6]! += g;
+    h[7]! += hh;
   }
-  return Array.from(h, (x) => (x >>> 0).toString(16).padStart(8, '0')).join('');
+  let hex = '';
+  for (let i = 0; i < 8; i++) hex += (h[i]! >>> 0).toString(16).padStart(8, '0');
+  return hex;
 }
 
 /** Hex SHA-256 of a UTF-8 string. */

@@ -94,6 +94,8 @@ export class IdempotentMutationObserver<T = unknown, V = void> {
   #offs: (() => void)[] = [];
   /** The intent whose lock this observer keeps while subscribed (`intent.hold()`). */
   #held: { intent: Intent; release: () => void } | undefined;
+  /** Subscribers are to be told in the next frame (`#dispatch(action, true)`). */
+  #notifying = false;
 
   constructor(options: IdempotentMutationOptions<T, V>) {
     this.#options = options;
@@ -164,7 +166,8 @@ export class IdempotentMutationObserver<T = unknown, V = void> {
       await this.#current.catch(noop);
     }
     const intent = await this.#intent();
-    const { state } = await intent.refresh();
+    // Under the lock: what another tab is sending, or a page sent before a reload, shows.
+    const { state } = await intent.sync();
     if (!force && (state === 'in_flight' || state === 'unknown'))
       throw this.#refusal(state === 'unknown' ? 'its outcome is unknown' : 'it is being sent (maybe in another tab)');
     await intent.reset();
@@ -183,10 +186,27 @@ export class IdempotentMutationObserver<T = unknown, V = void> {
     return new OutcomeUnknownError({ intent, scope: client.scope, key, attempts }, 'OUTCOME_UNKNOWN', message);
   }
 
-  #dispatch(action: MutationAction<T>): void {
+  /**
+   * Moves the state on and tells the subscribers: at once, or, for what happens on a
+   * request's way out (`later`), in the next animation frame. A UI rendering in between
+   * would hold the request back (React renders a store change in a microtask, ahead of
+   * the ones that lead to `fetch`); the frame that shows it comes no later.
+   */
+  #dispatch(action: MutationAction<T>, later = false): void {
     const next = reduceMutation(this.#state, action);
     if (next === this.#state) return;
     this.#state = next;
+    if (!later) this.#notify();
+    else if (!this.#notifying) {
+      this.#notifying = true;
+      const notify = () => this.#notifying && this.#notify();
+      globalThis.requestAnimationFrame?.(notify);
+      setTimeout(notify, 0); // hidden pages and servers have no frames
+    }
+  }
+
+  #notify(): void {
+    this.#notifying = false;
     for (const listener of this.#listeners) listener();
   }
 
@@ -211,7 +231,10 @@ export class IdempotentMutationObserver<T = unknown, V = void> {
       client.on('state', ({ record }) => {
         if (record.scope === client.scope && record.name === name) this.#onRecord(record);
       }),
-      client.on('attempt', (e) => mine(e) && this.#dispatch({ type: 'attempt', attempt: e.attempt, retry: false })),
+      client.on(
+        'attempt',
+        (e) => mine(e) && this.#dispatch({ type: 'attempt', attempt: e.attempt, retry: false }, true),
+      ),
       client.on('retry', (e) => mine(e) && this.#dispatch({ type: 'attempt', attempt: e.attempt, retry: true })),
     ];
     void this.#load();
@@ -291,7 +314,7 @@ export class IdempotentMutationObserver<T = unknown, V = void> {
   async #send(variables: V | undefined): Promise<T> {
     const controller = new AbortController();
     this.#controller = controller;
-    this.#dispatch({ type: 'pending' });
+    this.#dispatch({ type: 'pending' }, true);
     let intent: Intent | undefined;
     let data: T;
     try {

@@ -9,6 +9,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { WebLocksCoordinator } from '../../browser/cross-tab.js';
 import { type Client, createClient, IntentGoneError, MemoryStore, StoreError } from '../../src/index.js';
+import { intentId } from '../../src/store/record-rules.js';
 import type { IntentRecord, RecordUpdater } from '../../src/store/store.js';
 import { type Reply, type WireServer, wireServer } from '../helpers/wire-server.js';
 
@@ -49,6 +50,14 @@ class GatedStore extends MemoryStore {
   }
 }
 
+/** localStorage as the notes of sent intents see it. */
+class NoteMap {
+  readonly map = new Map<string, string>();
+  getItem = (name: string) => this.map.get(name) ?? null;
+  setItem = (name: string, value: string) => void this.map.set(name, value);
+  removeItem = (name: string) => void this.map.delete(name);
+}
+
 let channels = 0;
 async function setup(handler: (n: number) => Reply = () => ({ status: 201, body: { id: 'pay_1' } })) {
   const log: string[] = [];
@@ -58,14 +67,15 @@ async function setup(handler: (n: number) => Reply = () => ({ status: 201, body:
   });
   closing.push(() => server.close());
   const store = new GatedStore(log);
+  const notes = new NoteMap();
   const channel = `oncely-held-${process.pid}-${channels++}`;
   const tab = (): Client => {
-    const coordinator = new WebLocksCoordinator({ channel, lockPrefix: `${channel}:` });
+    const coordinator = new WebLocksCoordinator({ channel, lockPrefix: `${channel}:`, notes });
     const client = createClient({ baseUrl: server.url, store, coordinator, retry: { baseDelay: 1, maxDelay: 5 } });
     closing.push(() => coordinator.close());
     return client;
   };
-  return { log, server, store, tab };
+  return { log, server, store, notes, channel, tab };
 }
 
 /** Forms the intent and keeps its lock, resolving once its record was read under the lock. */
@@ -186,5 +196,51 @@ describe('a kept lock: the request leaves with the in_flight write', () => {
     expect(record).toMatchObject({ key: intent.key, state: 'ready', attempts: 0 });
     expect(record?.fingerprint).toBeUndefined();
     expect(log).not.toContain('request');
+  });
+
+  it('a note of the sent intent is written before the request leaves (localStorage), and dropped once the write lands', async () => {
+    const { server, store, notes, tab } = await setup();
+    const intent = await heldIntent(tab());
+    store.holdWrites();
+    const call = intent.post('pay', { json: body });
+    await expect.poll(() => server.requests.length).toBe(1);
+    const [note] = [...notes.map.values()].map((text) => JSON.parse(text) as IntentRecord);
+    expect(note).toMatchObject({ key: intent.key, state: 'in_flight', attempts: 1 });
+    expect(note?.fingerprint).toMatch(/^v2\./);
+    store.releaseWrites();
+    await call;
+    expect(notes.map.size).toBe(0);
+  });
+
+  it('a page gone before its in_flight write landed: the next tab to take the lock stores the intent as sent, and resumes it with its key', async () => {
+    const { server, store, notes, tab } = await setup();
+    const first = await heldIntent(tab());
+    store.failNext = 2; // the in_flight write and the outcome's never land: as if the tab died
+    await expect(first.post('pay', { json: body })).rejects.toBeInstanceOf(StoreError);
+    expect((await store.get(first.scope, first.name))?.state).toBe('ready');
+    expect(notes.map.size).toBe(1);
+
+    const second = await tab().intent('checkout:1');
+    expect(second.key).toBe(first.key);
+    expect(second.state).toBe('ready'); // read outside the lock: the note is not applied
+    const record = await second.sync(); // under the lock: it is
+    expect(record).toMatchObject({ key: first.key, state: 'in_flight', attempts: 1 });
+    expect(record.fingerprint).toMatch(/^v2\./);
+    expect(notes.map.size).toBe(0);
+    await second.post('pay', { json: body });
+    expect(server.requests.map((r) => r.headers['idempotency-key'])).toEqual([`"${first.key}"`, `"${first.key}"`]);
+  });
+
+  it('a note never brings back a key over another sent one, and a garbled note is ignored', async () => {
+    const { store, notes, channel, tab } = await setup();
+    const intent = await heldIntent(tab());
+    await intent.post('pay', { json: body });
+    const noteName = `${channel}:sent:${intentId(intent.scope, intent.name)}`;
+    const sent = (await store.get(intent.scope, intent.name))!;
+    for (const text of ['{not json', JSON.stringify({ ...sent, key: 'someone-else', state: 'in_flight' })]) {
+      notes.map.set(noteName, text);
+      expect(await intent.sync()).toMatchObject({ key: intent.key, state: 'succeeded' });
+      expect(await store.get(intent.scope, intent.name)).toMatchObject({ key: intent.key, state: 'succeeded' });
+    }
   });
 });

@@ -1,0 +1,59 @@
+import { parseRecord } from '../src/store/record-schema.js';
+import type { IntentRecord } from '../src/store/store.js';
+
+/** The part of `Storage` (localStorage) the notes use. */
+export type NoteStorage = Pick<Storage, 'getItem' | 'setItem' | 'removeItem'>;
+
+/**
+ * Notes of intents sent before their `in_flight` write landed (a click's request leaves
+ * with the write, not after it: `WebLocksCoordinator.hold`). localStorage is written
+ * synchronously, before the request leaves, and survives a reload or a crashed tab in the
+ * frame before IndexedDB answers; the next read under the intent's lock finds the note and
+ * stores the intent as sent. A note is dropped once the write has landed. Where storage is
+ * missing or refuses (workers, private modes, a full quota) nothing is noted, and a crash
+ * in that frame leaves the intent `ready` with its key: the next send still reuses it.
+ */
+export class SentNotes {
+  constructor(
+    private readonly storage: () => NoteStorage | undefined,
+    private readonly prefix: string,
+  ) {}
+
+  /** Notes `record` as sent under `lock`; returns the function that drops the note. */
+  note(lock: string, record: IntentRecord): () => void {
+    try {
+      this.#storage()?.setItem(this.prefix + lock, JSON.stringify(record));
+    } catch {
+      return () => {}; // a full quota: no note
+    }
+    return () => this.drop(lock, record.key);
+  }
+
+  /** Drops the note under `lock` if it is still the one of `key`. */
+  drop(lock: string, key: string): void {
+    try {
+      if (this.read(lock)?.key === key) this.#storage()?.removeItem(this.prefix + lock);
+    } catch {
+      // Left behind, the note is applied once more at the next read: harmless.
+    }
+  }
+
+  /** The note left under `lock`, if any (an unreadable one counts as none). */
+  read(lock: string): IntentRecord | undefined {
+    try {
+      const text = this.#storage()?.getItem(this.prefix + lock);
+      const parsed = text ? parseRecord(JSON.parse(text)) : undefined;
+      return parsed && 'record' in parsed ? parsed.record : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  #storage(): NoteStorage | undefined {
+    try {
+      return this.storage();
+    } catch {
+      return undefined; // a sandboxed frame throws on `localStorage` itself
+    }
+  }
+}
