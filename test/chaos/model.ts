@@ -12,6 +12,7 @@ import { LocalCoordinator } from '../../src/coordinator/coordinator.js';
 import {
   type Client,
   createClient,
+  type Intent,
   type IntentCoordinator,
   type IntentRecord,
   MemoryStore,
@@ -23,6 +24,7 @@ import {
 import { canonicalJson } from '../../src/intent/canonical-json.js';
 import { fingerprint } from '../../src/intent/fingerprint.js';
 import { type ContractServer, createContractServer, type FaultSpec } from '../../src/mock/index.js';
+import { ModelOrigin, ModelTab } from './model-tabs.js';
 import { drain, drive } from './virtual-time.js';
 
 export const BASE = 'https://api.test/';
@@ -63,6 +65,11 @@ export interface Schedule {
   retry: Required<RetryOptions>;
   /** All clients share one coordinator (tabs with Web Locks) or each has its own (processes). */
   sharedCoordinator: boolean;
+  /**
+   * With a shared coordinator: each client is a tab that keeps its intents' locks and
+   * reuses one `Intent` per name, as the hook does (the engine's kept-lock path).
+   */
+  held?: boolean;
   intents: number;
   steps: Step[];
   server: Behaviour[];
@@ -188,6 +195,7 @@ export function scheduleArb(options: ScheduleOptions = {}): fc.Arbitrary<Schedul
       profile: fc.constantFrom(...(options.profiles ?? (['ietf', 'ietf', 'stripe'] as const))),
       retry: retryArb,
       sharedCoordinator: fc.constantFrom(...(options.sharedCoordinator ?? [true, false])),
+      held: fc.boolean(),
       intents: fc.constant(intents),
       steps: fc.array(stepArb(intents, transports), { minLength: 1, maxLength: 8 }),
       server: fc.array(behaviourArb, { maxLength: 24 }),
@@ -396,6 +404,8 @@ export interface RunResult {
   world: World;
   /** Names resumed after the schedule, and how that went. */
   resumed: { name: string; ok: boolean; error?: unknown }[];
+  /** Calls that sent under a kept lock, their `in_flight` write going out with the first attempt. */
+  keptLockSends: number;
 }
 
 export interface RunOptions {
@@ -427,6 +437,11 @@ export async function runSchedule(schedule: Schedule, options: RunOptions = {}):
   };
   const fetchImpl = serverFetch(world, () => healthy);
   const shared = new LocalCoordinator();
+  const held = schedule.sharedCoordinator && schedule.held === true;
+  const origin = new ModelOrigin();
+  /** Per client (kept-lock tabs): one Intent per name, kept as the hook keeps it. */
+  const formed = new Map<Client, Map<string, Promise<Intent>>>();
+  const tabs = new Map<Client, ModelTab>();
   let seed = 0x9e3779b9;
   const random = () => {
     // Deterministic jitter (mulberry32): keys never use it.
@@ -440,12 +455,13 @@ export async function runSchedule(schedule: Schedule, options: RunOptions = {}):
   const makeClient = (retry: Required<RetryOptions> = schedule.retry, coordinator?: IntentCoordinator) => {
     world.clientsMade++;
     const log: { at: number; event: OncelyEvent }[] = [];
+    const tab = held && !coordinator ? new ModelTab(origin) : undefined;
     const client = createClient({
       baseUrl: BASE,
       scope: SCOPE,
       profile: schedule.profile,
       store: world.store,
-      coordinator: coordinator ?? (schedule.sharedCoordinator ? shared : new LocalCoordinator()),
+      coordinator: coordinator ?? tab ?? (schedule.sharedCoordinator ? shared : new LocalCoordinator()),
       retry,
       fetch: fetchImpl,
       now: () => Date.now(),
@@ -454,7 +470,24 @@ export async function runSchedule(schedule: Schedule, options: RunOptions = {}):
     });
     events.set(client, log);
     budgets.set(client, retry);
+    if (tab) tabs.set(client, tab);
     return client;
+  };
+  /** The client's Intent for `name`: a new one per call, or, in a kept-lock tab, one kept with its lock. */
+  const intentOf = (client: Client, name: string): Promise<Intent> => {
+    if (!held) return client.intent(name);
+    const mine = formed.get(client) ?? new Map<string, Promise<Intent>>();
+    formed.set(client, mine);
+    let intent = mine.get(name);
+    if (!intent) {
+      intent = client.intent(name).then((formedIntent) => {
+        formedIntent.hold();
+        return formedIntent;
+      });
+      intent.catch(() => mine.delete(name));
+      mine.set(name, intent);
+    }
+    return intent;
   };
   const clients = [makeClient(), makeClient()];
 
@@ -471,7 +504,7 @@ export async function runSchedule(schedule: Schedule, options: RunOptions = {}):
     const log = events.get(client)!;
     const start = Date.now();
     const from = log.length;
-    const intent = await client.intent(name);
+    const intent = await intentOf(client, name);
     noteKey(world, name, intent.key);
     const controller = abortAfter === undefined ? undefined : new AbortController();
     const reason = new Error(`aborted by the schedule at step ${stepIndex}`);
@@ -540,6 +573,8 @@ export async function runSchedule(schedule: Schedule, options: RunOptions = {}):
       }
       case 'restart':
         if (options.loseStoreOnRestart) world.store = new MemoryStore();
+        // A kept-lock tab that dies frees its locks (its calls still running go on, as in a live tab).
+        tabs.get(clients[step.client]!)?.close();
         clients[step.client] = makeClient();
         break;
       case 'wait':
@@ -555,7 +590,10 @@ export async function runSchedule(schedule: Schedule, options: RunOptions = {}):
   // An hour later (virtual): late commits have landed, injected holds have run out.
   await new Promise((resolve) => setTimeout(resolve, 3_600_001));
   healthy = true;
-  clients[2] = makeClient({ ...schedule.retry, maxAttempts: 3, deadline: 60_000, timeout: 10_000 }, shared);
+  clients[2] = makeClient(
+    { ...schedule.retry, maxAttempts: 3, deadline: 60_000, timeout: 10_000 },
+    held ? new ModelTab(origin) : shared,
+  );
   const resumer = clients[2];
   const resumed: RunResult['resumed'] = [];
   for (const pending of await resumer.pending()) {
@@ -568,7 +606,7 @@ export async function runSchedule(schedule: Schedule, options: RunOptions = {}):
     resumed.push({ name: pending.name, ok: entry.ok, error: entry.error });
   }
   world.trace.push('-- resumed');
-  return { world, resumed };
+  return { world, resumed, keptLockSends: origin.noted };
 
   async function requestOf(record: IntentRecord): Promise<{ variant: number; transport: Transport } | undefined> {
     for (const transport of ['post', 'run'] as const)
