@@ -17,13 +17,14 @@ const KB = 1024;
 
 /**
  * The enforced budgets, in gzipped bytes: a guard against growth, set just above what the
- * bundle weighs today (29.6 KB / 18.5 KB; zod/mini left the bundle, uuid, a chosen
- * library, stays for the keys: about 0.9 KB of it).
+ * bundle weighs today (31.9 KB / 20.7 KB: the click's kept lock, the notes of sent intents
+ * and a synchronous SHA-256 added 2 KB; zod/mini left the bundle, uuid, a chosen library,
+ * stays for the keys: about 0.9 KB of it).
  * Issue 13 asks for TARGET, which this bundle misses: without its strings oncely's own code
  * still gzips to about 14 KB, and ky (8.9 KB, one class that does not tree-shake) and
  * p-retry (1.8 KB) are kept by design. The report prints both.
  */
-export const BUDGET = { total: 30.5 * KB, own: 19.5 * KB };
+export const BUDGET = { total: 32.5 * KB, own: 21 * KB };
 /** What issue 13 asks for. Reported, not enforced. */
 export const TARGET = { total: 18 * KB, own: 6 * KB };
 
