@@ -18,6 +18,8 @@ interface Hold {
   /** The `hold()` callers: each runs its section whenever the lock is (re)gained. */
   readonly holders: Set<{ onHeld: (section: LockSection) => Promise<void> }>;
   held: boolean;
+  /** A request for the lock is queued with the browser. */
+  waiting: boolean;
   /** Resolves once the lock is granted; a new one after each yield. */
   granted: Promise<void>;
   grant: () => void;
@@ -51,12 +53,33 @@ function abortable<T>(run: Promise<T>, signal: AbortSignal | undefined, started:
 
 export class LockHolds {
   readonly #holds = new Map<string, Hold>();
+  /**
+   * The page is hidden: no lock is kept between sections. A background tab may be frozen
+   * and could not answer another tab's ask; clicks come to visible pages.
+   */
+  #hidden = false;
+  #unwatch = () => {};
 
   constructor(
     private readonly locks: LockManager,
     /** Tells the other tabs that this one waits for `name`. */
     private readonly ask: (name: string) => void,
-  ) {}
+  ) {
+    const page = (globalThis as { document?: Document }).document;
+    if (!page?.addEventListener) return;
+    const onVisibility = () => this.#setHidden(page.visibilityState === 'hidden');
+    page.addEventListener('visibilitychange', onVisibility);
+    this.#unwatch = () => page.removeEventListener('visibilitychange', onVisibility);
+    onVisibility();
+  }
+
+  #setHidden(hidden: boolean): void {
+    this.#hidden = hidden;
+    for (const h of this.#holds.values()) {
+      if (hidden && h.held && h.busy === 0) this.#yield(h);
+      else if (!hidden && !h.held && !h.waiting) this.#acquire(h);
+    }
+  }
 
   hold(name: string, onHeld: (section: LockSection) => Promise<void>): () => void {
     let h = this.#holds.get(name);
@@ -65,6 +88,7 @@ export class LockHolds {
         name,
         holders: new Set(),
         held: false,
+        waiting: false,
         granted: Promise.resolve(),
         grant: () => {},
         letGo: () => {},
@@ -75,7 +99,7 @@ export class LockHolds {
         closed: false,
       };
       this.#holds.set(name, h);
-      this.#acquire(h);
+      if (!this.#hidden) this.#acquire(h);
     }
     const holder = { onHeld };
     h.holders.add(holder);
@@ -116,6 +140,7 @@ export class LockHolds {
   }
 
   close(): void {
+    this.#unwatch();
     for (const h of this.#holds.values()) {
       h.closed = true;
       if (h.busy === 0) this.#yield(h);
@@ -126,6 +151,7 @@ export class LockHolds {
   #section<T>(h: Hold, fn: (section: LockSection) => Promise<T>, signal?: AbortSignal): Promise<T> {
     if (signal?.aborted) return Promise.reject(signal.reason);
     h.busy++;
+    if (!h.held && !h.waiting) this.#acquire(h);
     let started = false;
     const stop = h.held ? () => {} : this.#asking(h.name, () => started || h.held);
     const run = h.tail
@@ -143,7 +169,7 @@ export class LockHolds {
     const done = () => {
       stop();
       if (--h.busy > 0) return;
-      if (h.closed || h.wanted) this.#yield(h);
+      if (h.closed || h.wanted || this.#hidden) this.#yield(h);
     };
     h.tail = run.then(done, done);
     return abortable(run, signal, () => started);
@@ -158,6 +184,7 @@ export class LockHolds {
   }
 
   #acquire(h: Hold): void {
+    h.waiting = true;
     h.granted = new Promise((resolve) => {
       h.grant = resolve;
     });
@@ -167,26 +194,28 @@ export class LockHolds {
         () =>
           new Promise<void>((letGo) => {
             h.letGo = letGo;
+            h.waiting = false;
             h.held = true;
             h.last = undefined;
             h.grant();
-            if (h.closed && h.busy === 0) return this.#yield(h);
+            if ((h.closed || this.#hidden) && h.busy === 0) return this.#yield(h);
             for (const { onHeld } of h.holders) this.#section(h, onHeld).catch(() => undefined);
           }),
       )
       .catch(() => {
         // The request failed (the page is closing): nothing is held.
         h.held = false;
+        h.waiting = false;
       });
   }
 
-  /** Lets the lock go (the next in line gets it) and, while held by callers, queues again. */
+  /** Lets the lock go (the next in line gets it) and, while callers hold it and the page shows, queues again. */
   #yield(h: Hold): void {
     h.wanted = false;
     if (h.held) {
       h.held = false;
       h.letGo();
     }
-    if (!h.closed) this.#acquire(h);
+    if (!h.closed && !this.#hidden && !h.waiting) this.#acquire(h);
   }
 }

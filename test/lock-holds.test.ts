@@ -174,3 +174,45 @@ describe('WebLocksCoordinator.hold', () => {
     release();
   });
 });
+
+describe('WebLocksCoordinator.hold on a hidden page', () => {
+  it('keeps no lock while the page is hidden, takes it for a section, and keeps it again once visible', async () => {
+    const listeners = new Set<() => void>();
+    const page = {
+      visibilityState: 'visible' as DocumentVisibilityState,
+      addEventListener: (_type: string, listener: () => void) => listeners.add(listener),
+      removeEventListener: (_type: string, listener: () => void) => listeners.delete(listener),
+    };
+    const show = (state: DocumentVisibilityState) => {
+      page.visibilityState = state;
+      for (const listener of listeners) listener();
+    };
+    (globalThis as { document?: unknown }).document = page;
+    try {
+      const [tab] = tabs(1);
+      const hold = held(tab!);
+      await hold.ready;
+      const heldLocks = async () =>
+        (await navigator.locks.query()).held?.filter((l) => l.name?.includes('holds')).length;
+      expect(await heldLocks()).toBe(1);
+      show('hidden');
+      await expect.poll(heldLocks).toBe(0);
+      // A call while hidden still runs under the lock, then lets it go.
+      // A call while hidden takes the lock (the record read under it first), then lets it go.
+      const hiddenSection = await tab!.exclusive('u1', 'pay', async (s) => s);
+      expect(hold.gains).toHaveLength(2);
+      expect(hiddenSection?.after).toBe(hold.gains[1]!.id);
+      await expect.poll(heldLocks).toBe(0);
+      show('visible');
+      await expect.poll(() => hold.gains.length).toBe(3);
+      expect(await heldLocks()).toBe(1);
+      const section = await tab!.exclusive('u1', 'pay', async (s) => s);
+      expect(section?.after).toBeDefined();
+      hold.release();
+      tab!.close();
+      expect(listeners.size).toBe(0);
+    } finally {
+      delete (globalThis as { document?: unknown }).document;
+    }
+  });
+});
