@@ -24,7 +24,7 @@ function uuid(bytes: Uint8Array, version: number): string {
   bytes[8] = (bytes[8]! & 0x3f) | 0x80;
   let hex = '';
   for (let i = 0; i < 16; i++) hex += (256 + bytes[i]!).toString(16).slice(1);
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+  return hex.replace(/(.{8})(.{4})(.{4})(.{4})/, '$1-$2-$3-$4-');
 }
 
 const rotl = (x: number, n: number): number => (x << n) | (x >>> (32 - n));
