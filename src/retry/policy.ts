@@ -59,6 +59,15 @@ export const DEFAULT_RETRY: ResolvedRetryOptions = {
 /** Longest delay a timer can hold: `setTimeout` fires at once beyond it. */
 export const MAX_TIMER = 2 ** 31 - 1;
 
+/** `value` when it is a number of ms a timer can hold (above 0 when `positive`), else an InvalidArgumentError naming `name`. */
+export function checkMs(value: unknown, name: string, positive = false): number {
+  if (typeof value !== 'number' || !(value <= MAX_TIMER && (positive ? value > 0 : value >= 0)))
+    throw new InvalidArgumentError(
+      `${name} must be a number of ms between ${positive ? 1 : 0} and ${MAX_TIMER}, got ${String(value)}.`,
+    );
+  return value;
+}
+
 export function resolveRetryOptions(options: RetryOptions = {}): ResolvedRetryOptions {
   if (options === null || typeof options !== 'object')
     throw new InvalidArgumentError(`retry must be an object of options, got ${typeof options}.`);
@@ -69,10 +78,7 @@ export function resolveRetryOptions(options: RetryOptions = {}): ResolvedRetryOp
       throw new InvalidArgumentError(
         `Unknown retry option "${name}". Use one of: ${Object.keys(DEFAULT_RETRY).join(', ')}.`,
       );
-    if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > MAX_TIMER)
-      throw new InvalidArgumentError(
-        `retry.${name} must be a number of ms between 0 and ${MAX_TIMER}, got ${String(value)}.`,
-      );
+    checkMs(value, `retry.${name}`);
   }
   if (!Number.isInteger(resolved.maxAttempts) || resolved.maxAttempts < 1)
     throw new InvalidArgumentError(`retry.maxAttempts must be an integer >= 1, got ${resolved.maxAttempts}.`);
