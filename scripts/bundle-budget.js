@@ -17,13 +17,14 @@ const KB = 1024;
 
 /**
  * The enforced budgets, in gzipped bytes: a guard against growth, set just above what the
- * bundle weighs today (29.6 KB / 18.5 KB; zod/mini left the bundle, uuid, a chosen
- * library, stays for the keys: about 0.9 KB of it).
+ * bundle weighs today (29.1 KB / 19.1 KB; zod/mini left the bundle; of uuid, a chosen
+ * library, only v7 ships (1.3 KB min): v4 and the derived v5 keys are minted in
+ * src/intent/keys.ts, whose SHA-1 therefore counts as oncely's own code).
  * Issue 13 asks for TARGET, which this bundle misses: without its strings oncely's own code
- * still gzips to about 14 KB, and ky (8.9 KB, one class that does not tree-shake) and
+ * still gzips to about 13 KB, and ky (8.9 KB, one class that does not tree-shake) and
  * p-retry (1.8 KB) are kept by design. The report prints both.
  */
-export const BUDGET = { total: 30.5 * KB, own: 19.5 * KB };
+export const BUDGET = { total: 29.5 * KB, own: 19.5 * KB };
 /** What issue 13 asks for. Reported, not enforced. */
 export const TARGET = { total: 18 * KB, own: 6 * KB };
 
