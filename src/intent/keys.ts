@@ -43,7 +43,10 @@ export function sha1(bytes: Uint8Array): Uint8Array {
   const view = new DataView(padded.buffer);
   view.setUint32(padded.length - 8, n / 2 ** 29);
   view.setUint32(padded.length - 4, n * 8);
-  const h = [0x67452301, 0xefcdab89, 0x98badcfe, 0x10325476, 0xc3d2e1f0];
+  // The initial hash (RFC 3174 §6.1): its words 1 and 2 are the complements of 3 and 0.
+  const h0 = 0x67452301;
+  const h3 = 0x10325476;
+  const h = [h0, ~h3, ~h0, h3, 0xc3d2e1f0];
   const w = new Int32Array(80);
   for (let block = 0; block < padded.length; block += 64) {
     for (let t = 0; t < 80; t++)
@@ -52,7 +55,8 @@ export function sha1(bytes: Uint8Array): Uint8Array {
     for (let t = 0; t < 80; t++) {
       const s = (t / 20) | 0;
       const f = s === 0 ? (b & c) | (~b & d) : s === 2 ? (b & c) | (b & d) | (c & d) : b ^ c ^ d;
-      const next = (rotl(a, 5) + f + e + [0x5a827999, 0x6ed9eba1, 0x8f1bbcdc, 0xca62c1d6][s]! + w[t]!) | 0;
+      // K (RFC 3174 §5) is ⌊2^30·√2⌋, ⌊2^30·√3⌋, ⌊2^30·√5⌋, ⌊2^30·√10⌋ for the four rounds.
+      const next = (rotl(a, 5) + f + e + ((Math.sqrt([2, 3, 5, 10][s]!) * 2 ** 30) | 0) + w[t]!) | 0;
       e = d;
       d = c;
       c = rotl(b, 30);
@@ -73,11 +77,8 @@ export function sha1(bytes: Uint8Array): Uint8Array {
 export function mintKey(kind: KeyKind, scope: string, name: string): string {
   if (kind === 'derived') {
     // UUIDv5 (RFC 9562 §5.5): SHA-1 over the namespace's 16 bytes, then the name's UTF-8.
-    const utf8 = new TextEncoder().encode(intentId(scope, name));
-    const input = new Uint8Array(16 + utf8.length);
-    for (let i = 0; i < 16; i++) input[i] = Number.parseInt(DERIVED_KEY_NAMESPACE.slice(i * 2, i * 2 + 2), 16);
-    input.set(utf8, 16);
-    return uuid(sha1(input), 5);
+    const namespace = DERIVED_KEY_NAMESPACE.match(/../g)!.map((byte) => Number.parseInt(byte, 16));
+    return uuid(sha1(Uint8Array.from([...namespace, ...new TextEncoder().encode(intentId(scope, name))])), 5);
   }
   return kind === 'v4' ? uuid(crypto.getRandomValues(new Uint8Array(16)), 4) : v7();
 }
