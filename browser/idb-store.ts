@@ -311,13 +311,10 @@ export class IdbStore implements Store, ObservableStore {
           scope,
           name,
         });
-        if (salvaged) {
-          store.put(salvaged, recordKey(scope, name));
-          return { record: { ...salvaged } };
-        }
+        // The slot gets the salvaged record, else a marker that blocks the intent.
         const marker: QuarantineMarker = { oncely: 'quarantined', reason: slot.reason, location, at: now };
-        store.put(marker, recordKey(scope, name));
-        return { error: corruptRecordError(scope, name, marker) };
+        store.put(salvaged ?? marker, recordKey(scope, name));
+        return salvaged ? { record: { ...salvaged } } : { error: corruptRecordError(scope, name, marker) };
       }
     }
   }

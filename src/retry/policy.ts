@@ -144,19 +144,25 @@ export interface WaitHint {
 /** The budget of one call: knows the deadline on a monotonic clock and picks each wait. */
 export class RetryBudget {
   readonly #startedAt: number;
+  readonly #monotonic: () => number;
+  readonly #wallClock: () => number;
+  readonly #random: () => number;
 
   constructor(
     readonly options: ResolvedRetryOptions,
-    private readonly monotonic: () => number,
-    private readonly wallClock: () => number,
-    private readonly random: () => number,
+    monotonic: () => number,
+    wallClock: () => number,
+    random: () => number,
   ) {
+    this.#monotonic = monotonic;
+    this.#wallClock = wallClock;
+    this.#random = random;
     this.#startedAt = monotonic();
   }
 
   /** Time left before the deadline (ms). */
   remaining(): number {
-    return Math.max(0, this.#startedAt + this.options.deadline - this.monotonic());
+    return Math.max(0, this.#startedAt + this.options.deadline - this.#monotonic());
   }
 
   /** The timeout of the next attempt: the per-attempt timeout, never past the deadline. */
@@ -167,11 +173,11 @@ export class RetryBudget {
 
   /** The wait after attempt `n`: the server's hint capped by `maxRetryAfter`, else backoff. */
   delayAfter(n: number, hint: WaitHint): number {
-    const asked = hint.headers && parseRetryAfter(hint.headers, this.wallClock());
+    const asked = hint.headers && parseRetryAfter(hint.headers, this.#wallClock());
     if (asked !== undefined) return Math.min(asked, this.options.maxRetryAfter);
     return hint.inProgress
-      ? inProgressBackoff(n, this.options, this.random)
-      : backoffDelay(n, this.options, this.random);
+      ? inProgressBackoff(n, this.options, this.#random)
+      : backoffDelay(n, this.options, this.#random);
   }
 
   /** True when attempt `n + 1` fits: attempts left, and the wait ends before the deadline. */
