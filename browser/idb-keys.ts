@@ -10,7 +10,8 @@
  *   scope's quarantine.
  */
 
-const QUARANTINE: readonly string[] = ['quarantine'];
+/** A fresh `['quarantine']` (IndexedDB keys are copied, but each key gets its own array). */
+const quarantine = (): string[] => ['quarantine'];
 
 /** The key of the intent (scope, name). */
 export const recordKey = (scope: string, name: string): IDBValidKey => [scope, name];
@@ -24,7 +25,7 @@ export const scopeRangeAfter = (scope: string, after: IDBValidKey): IDBKeyRange 
 
 /** A fresh key to quarantine a bad record of (scope, name) under. */
 export const quarantineKey = (scope: string, name: string, at: number): IDBValidKey => [
-  [...QUARANTINE],
+  quarantine(),
   scope,
   name,
   at,
@@ -33,11 +34,10 @@ export const quarantineKey = (scope: string, name: string, at: number): IDBValid
 
 /** Every quarantined record of one scope. */
 export const quarantineScopeRange = (scope: string): IDBKeyRange =>
-  IDBKeyRange.bound([[...QUARANTINE], scope], [[...QUARANTINE], scope, []], false, true);
+  IDBKeyRange.bound([quarantine(), scope], [quarantine(), scope, []], false, true);
 
 /** Every quarantined record. */
-export const allQuarantineRange = (): IDBKeyRange =>
-  IDBKeyRange.bound([[...QUARANTINE]], [[...QUARANTINE], []], false, true);
+export const allQuarantineRange = (): IDBKeyRange => IDBKeyRange.bound([quarantine()], [quarantine(), []], false, true);
 
 /** The (scope, name) an intent key stands for; `undefined` for keys oncely did not write. */
 export function parseRecordKey(key: IDBValidKey): { scope: string; name: string } | undefined {

@@ -113,16 +113,10 @@ export class IdbStore implements Store, ObservableStore {
 
   async claim(fresh: IntentRecord): Promise<ClaimResult> {
     const record = validRecord(fresh, fresh.scope, fresh.name);
-    const id = recordKey(record.scope, record.name);
-    return this.#run<ClaimResult>('readwrite', (store, tx) => {
-      const request = store.get(id);
-      request.onsuccess = tx.guard(() => {
-        const current = this.#settle(store, tx, request.result, record.scope, record.name);
-        if (current.error) return tx.fail(current.error);
-        if (current.record) return tx.result({ record: current.record, created: false });
-        store.put(record, id);
-        tx.result({ record: { ...record }, created: true });
-      });
+    return this.#slot<ClaimResult>(record.scope, record.name, (current, store, tx, id) => {
+      if (current) return tx.result({ record: current, created: false });
+      store.put(record, id);
+      tx.result({ record: { ...record }, created: true });
     });
   }
 
@@ -136,18 +130,12 @@ export class IdbStore implements Store, ObservableStore {
   }
 
   async update(scope: string, name: string, updater: RecordUpdater): Promise<IntentRecord | undefined> {
-    const id = recordKey(scope, name);
-    return this.#run<IntentRecord | undefined>('readwrite', (store, tx) => {
-      const request = store.get(id);
-      request.onsuccess = tx.guard(() => {
-        const current = this.#settle(store, tx, request.result, scope, name);
-        if (current.error) return tx.fail(current.error);
-        const next = updater(current.record && { ...current.record });
-        if (next === undefined) return tx.result(current.record);
-        const record = validRecord(next, scope, name);
-        store.put(record, id);
-        tx.result({ ...record });
-      });
+    return this.#slot<IntentRecord | undefined>(scope, name, (current, store, tx, id) => {
+      const next = updater(current && { ...current });
+      if (next === undefined) return tx.result(current);
+      const record = validRecord(next, scope, name);
+      store.put(record, id);
+      tx.result({ ...record });
     });
   }
 
@@ -164,25 +152,17 @@ export class IdbStore implements Store, ObservableStore {
   }
 
   async list(scope: string, states?: readonly IntentState[]): Promise<IntentRecord[]> {
-    const { records, damaged } = await this.#run<{ records: IntentRecord[]; damaged: string[] }>(
-      'readonly',
-      (store, tx) => {
-        const keys = store.getAllKeys(scopeRange(scope));
-        const values = store.getAll(scopeRange(scope));
-        values.onsuccess = tx.guard(() => {
-          const out = { records: [] as IntentRecord[], damaged: [] as string[] };
-          const now = this.#now();
-          keys.result.forEach((key, i) => {
-            const ids = parseRecordKey(key);
-            if (!ids || ids.scope !== scope) return;
-            const slot = readSlot(values.result[i], scope, ids.name, now);
-            if (slot.kind === 'record') out.records.push(slot.record);
-            else if (slot.kind === 'corrupt') out.damaged.push(ids.name);
-          });
-          tx.result(out);
-        });
-      },
-    );
+    const records: IntentRecord[] = [];
+    const damaged: string[] = [];
+    const entries = await this.#entries(scopeRange(scope));
+    const now = this.#now();
+    for (const [key, value] of entries) {
+      const ids = parseRecordKey(key);
+      if (!ids || ids.scope !== scope) continue;
+      const slot = readSlot(value, scope, ids.name, now);
+      if (slot.kind === 'record') records.push(slot.record);
+      else if (slot.kind === 'corrupt') damaged.push(ids.name);
+    }
     for (const name of damaged) {
       const record = await this.get(scope, name).catch((error: unknown) => {
         if (error instanceof CorruptRecordError) return undefined;
@@ -238,16 +218,8 @@ export class IdbStore implements Store, ObservableStore {
 
   /** Records set aside as corrupt, of one scope or of all. Kept until `clear(scope)`. */
   async listQuarantined(scope?: string): Promise<QuarantinedRecord[]> {
-    const range = scope === undefined ? allQuarantineRange() : quarantineScopeRange(scope);
-    return this.#run<QuarantinedRecord[]>('readonly', (store, tx) => {
-      const keys = store.getAllKeys(range);
-      const values = store.getAll(range);
-      values.onsuccess = tx.guard(() => {
-        tx.result(
-          keys.result.map((key, i) => ({ ...(values.result[i] as QuarantineEntry), location: this.#location(key) })),
-        );
-      });
-    });
+    const entries = await this.#entries(scope === undefined ? allQuarantineRange() : quarantineScopeRange(scope));
+    return entries.map(([key, value]) => ({ ...(value as QuarantineEntry), location: this.#location(key) }));
   }
 
   /**
@@ -272,6 +244,35 @@ export class IdbStore implements Store, ObservableStore {
   #run<T>(mode: IDBTransactionMode, body: (store: IDBObjectStore, tx: TxControl<T>) => void): Promise<T> {
     return runTransaction(this.#db.use, mode, body, (events) => {
       for (const event of events) this.#listeners.emit(event);
+    });
+  }
+
+  /** Every (key, value) in `range`, read in one readonly transaction. */
+  #entries(range: IDBKeyRange): Promise<[IDBValidKey, unknown][]> {
+    return this.#run('readonly', (store, tx) => {
+      const keys = store.getAllKeys(range);
+      const values = store.getAll(range);
+      values.onsuccess = tx.guard(() => tx.result(keys.result.map((key, i) => [key, values.result[i]])));
+    });
+  }
+
+  /**
+   * One readwrite transaction over the slot of (scope, name): `body` gets its record once
+   * settled (`undefined` when empty); a blocked slot fails the transaction instead.
+   */
+  #slot<T>(
+    scope: string,
+    name: string,
+    body: (current: IntentRecord | undefined, store: IDBObjectStore, tx: TxControl<T>, id: IDBValidKey) => void,
+  ): Promise<T> {
+    const id = recordKey(scope, name);
+    return this.#run<T>('readwrite', (store, tx) => {
+      const request = store.get(id);
+      request.onsuccess = tx.guard(() => {
+        const current = this.#settle(store, tx, request.result, scope, name);
+        if (current.error) tx.fail(current.error);
+        else body(current.record, store, tx, id);
+      });
     });
   }
 
@@ -310,13 +311,10 @@ export class IdbStore implements Store, ObservableStore {
           scope,
           name,
         });
-        if (salvaged) {
-          store.put(salvaged, recordKey(scope, name));
-          return { record: { ...salvaged } };
-        }
+        // The slot gets the salvaged record, else a marker that blocks the intent.
         const marker: QuarantineMarker = { oncely: 'quarantined', reason: slot.reason, location, at: now };
-        store.put(marker, recordKey(scope, name));
-        return { error: corruptRecordError(scope, name, marker) };
+        store.put(salvaged ?? marker, recordKey(scope, name));
+        return salvaged ? { record: { ...salvaged } } : { error: corruptRecordError(scope, name, marker) };
       }
     }
   }

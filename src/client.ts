@@ -10,7 +10,7 @@ import { storeCall } from './intent/store-call.js';
 import { newRecord } from './intent/transitions.js';
 import type { Profile } from './profiles/profiles.js';
 import { type ProfileName, resolveProfile } from './profiles/registry.js';
-import { MAX_TIMER, type RetryOptions, resolveRetryOptions } from './retry/policy.js';
+import { checkMs, type RetryOptions, resolveRetryOptions } from './retry/policy.js';
 import { PENDING_STATES, pastRetention } from './store/record-rules.js';
 import type { IntentRecord, IntentState, ObservableStore, Store } from './store/store.js';
 
@@ -149,12 +149,8 @@ const isObservable = (store: Store): store is Store & ObservableStore =>
 const wellFormed = (text: string): boolean =>
   !/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(text);
 
-function checkMs(value: unknown, name: string, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0 || value > MAX_TIMER)
-    throw new InvalidArgumentError(`${name} must be a number of ms between 1 and ${MAX_TIMER}, got ${String(value)}.`);
-  return value;
-}
+const ms = (value: unknown, name: string, fallback: number): number =>
+  value === undefined ? fallback : checkMs(value, name, true);
 
 /** Creates a client. See {@link ClientOptions}. */
 export function createClient(options: ClientOptions): Client {
@@ -184,7 +180,7 @@ export function createClient(options: ClientOptions): Client {
     hub,
     coordinator,
     retry: resolveRetryOptions(options.retry),
-    keyTtl: checkMs(options.keyTtl, 'keyTtl', profile.keyTtl),
+    keyTtl: ms(options.keyTtl, 'keyTtl', profile.keyTtl),
     keys,
     ky: ky.create({ ...options.ky, ...(staticHeaders ? { headers: staticHeaders } : {}) }),
     headers: typeof headers === 'function' ? headers : undefined,
@@ -193,8 +189,8 @@ export function createClient(options: ClientOptions): Client {
     now,
     monotonic: options.monotonic ?? (() => performance.now()),
     random: options.random ?? Math.random,
-    storeTimeout: checkMs(options.storeTimeout, 'storeTimeout', 10_000),
-    leaseTtl: checkMs(options.leaseTtl, 'leaseTtl', 15_000),
+    storeTimeout: ms(options.storeTimeout, 'storeTimeout', 10_000),
+    leaseTtl: ms(options.leaseTtl, 'leaseTtl', 15_000),
     inflight: new Map(),
   };
   if (options.onEvent) hub.on('*', options.onEvent);

@@ -86,22 +86,30 @@ const message = (code: OncelyErrorCode, context: ErrorContext, detail = '') =>
  * message, `JSON.stringify(error)` or `util.inspect(error)`: it can replay a request.
  */
 export class OncelyError extends Error {
-  readonly code: OncelyErrorCode;
+  // Fields are `declare`d and set once in the constructor: no class-field initialisers to ship.
+  declare readonly code: OncelyErrorCode;
   /** The idempotency key (not enumerable, so logs and serialisers leave it out). */
   declare readonly key: string | undefined;
-  readonly intent: string | undefined;
-  readonly scope: string | undefined;
-  readonly attempts: number;
+  declare readonly intent: string | undefined;
+  declare readonly scope: string | undefined;
+  declare readonly attempts: number;
 
-  /** `text` is the whole message; without one, the code's message from the table. */
-  constructor(code: OncelyErrorCode, text: string, context: ErrorContext = {}) {
-    super(text || message(code, context), context.cause === undefined ? undefined : { cause: context.cause });
-    this.name = new.target.name;
-    this.code = code;
+  /**
+   * `text` is the whole message; without one, the code's message from the table.
+   * @param detail @internal the variable part of the table's message (subclasses)
+   * @param fields @internal the subclass's own fields, set on the error
+   */
+  constructor(code: OncelyErrorCode, text: string, context: ErrorContext = {}, detail?: string, fields?: object) {
+    super(text || message(code, context, detail), context.cause === undefined ? undefined : { cause: context.cause });
     Object.defineProperty(this, 'key', { value: context.key, enumerable: false });
-    this.intent = context.intent;
-    this.scope = context.scope;
-    this.attempts = context.attempts ?? 0;
+    Object.assign(this, {
+      name: new.target.name,
+      code,
+      intent: context.intent,
+      scope: context.scope,
+      attempts: context.attempts ?? 0,
+      ...fields,
+    });
   }
 
   /** @internal A brand that survives realms and bundle duplicates, where `instanceof` does not. */
@@ -121,12 +129,10 @@ export class OncelyError extends Error {
  */
 export class KeyReusedError extends OncelyError {
   declare readonly code: 'KEY_REUSED';
-  readonly status: number;
-  readonly body: unknown;
-  constructor(answer: { status: number; body: unknown }, context: ErrorContext) {
-    super('KEY_REUSED', message('KEY_REUSED', context, `${answer.status}`), context);
-    this.status = answer.status;
-    this.body = answer.body;
+  declare readonly status: number;
+  declare readonly body: unknown;
+  constructor({ status, body }: { status: number; body: unknown }, context: ErrorContext) {
+    super('KEY_REUSED', '', context, `${status}`, { status, body });
   }
 }
 
@@ -140,12 +146,10 @@ export type RequestPart = 'method' | 'path' | 'body';
 export class IntentMismatchError extends OncelyError {
   declare readonly code: 'INTENT_MISMATCH';
   /** What changed, when the stored fingerprint can tell. */
-  readonly changed: readonly RequestPart[];
+  declare readonly changed: readonly RequestPart[];
   constructor(context: ErrorContext & { changed?: readonly RequestPart[] }) {
     const changed = context.changed ?? [];
-    const detail = changed.length ? ` Changed: ${changed.join(', ')}.` : '';
-    super('INTENT_MISMATCH', message('INTENT_MISMATCH', context, detail), context);
-    this.changed = changed;
+    super('INTENT_MISMATCH', '', context, changed.length ? ` Changed: ${changed.join(', ')}.` : '', { changed });
   }
 }
 
@@ -158,15 +162,16 @@ export class IntentMismatchError extends OncelyError {
 export class OutcomeUnknownError extends OncelyError {
   declare readonly code: 'OUTCOME_UNKNOWN' | 'IN_PROGRESS';
   /** The last server answer, if any attempt got one. */
-  readonly lastAnswer: ServerAnswer | undefined;
+  declare readonly lastAnswer: ServerAnswer | undefined;
   constructor(
     context: ErrorContext & { lastAnswer?: ServerAnswer },
     code: 'OUTCOME_UNKNOWN' | 'IN_PROGRESS' = 'OUTCOME_UNKNOWN',
     text?: string,
+    fields?: object,
   ) {
-    const answer = context.lastAnswer;
-    super(code, text ?? message(code, context, answer ? ` The last answer was HTTP ${answer.status}.` : ''), context);
-    this.lastAnswer = answer;
+    const lastAnswer = context.lastAnswer;
+    const detail = lastAnswer ? ` The last answer was HTTP ${lastAnswer.status}.` : '';
+    super(code, text ?? '', context, detail, { lastAnswer, ...fields });
   }
 }
 
@@ -178,12 +183,14 @@ export class OutcomeUnknownError extends OncelyError {
 export class InProgressError extends OutcomeUnknownError {
   declare readonly code: 'IN_PROGRESS';
   /** `'server'`: the server answered 409; `'client'`: another client's lease held the intent (nothing sent here). */
-  readonly holder: 'server' | 'client';
+  declare readonly holder: 'server' | 'client';
   constructor(context: ErrorContext & { lastAnswer?: ServerAnswer; holder?: 'server' | 'client' }) {
-    super(context, 'IN_PROGRESS');
-    this.holder = context.holder ?? 'server';
-    if (this.holder === 'client')
-      this.message = `Another client (tab, process or machine) is sending intent "${context.intent}" and still holds it. ${NOTHING} Try again later with the same intent name.`;
+    const holder = context.holder ?? 'server';
+    const text =
+      holder === 'client'
+        ? `Another client (tab, process or machine) is sending intent "${context.intent}" and still holds it. ${NOTHING} Try again later with the same intent name.`
+        : undefined;
+    super(context, 'IN_PROGRESS', text, { holder });
   }
 }
 
@@ -195,17 +202,15 @@ export class InProgressError extends OutcomeUnknownError {
  */
 export class IntentExpiredError extends OncelyError {
   declare readonly code: 'INTENT_EXPIRED';
-  readonly createdAt: number;
-  readonly reason: 'expired' | 'clock';
+  declare readonly createdAt: number;
+  declare readonly reason: 'expired' | 'clock';
   constructor(context: ErrorContext & { createdAt: number; keyTtl: number; reason?: 'expired' | 'clock' }) {
     const reason = context.reason ?? 'expired';
     const why =
       reason === 'clock'
         ? 'its key was minted in the future by this clock (the clock jumped, or another machine is ahead), so its age is unknown'
         : `its key is older than its retention (${context.keyTtl} ms)`;
-    super('INTENT_EXPIRED', message('INTENT_EXPIRED', context, why), context);
-    this.createdAt = context.createdAt;
-    this.reason = reason;
+    super('INTENT_EXPIRED', '', context, why, { createdAt: context.createdAt, reason });
   }
 }
 
@@ -220,17 +225,13 @@ export class IntentGoneError extends OncelyError {
 /** A definitive error answer (4xx, or a replayed error). Not retried; the intent is `failed`. */
 export class HttpError extends OncelyError {
   declare readonly code: 'HTTP_ERROR';
-  readonly status: number;
-  readonly headers: Headers;
-  readonly body: unknown;
-  readonly replayed: boolean;
-  constructor(answer: ServerAnswer & { replayed: boolean }, context: ErrorContext) {
-    const detail = `${answer.status}${answer.replayed ? ' (replayed by the server)' : ''}`;
-    super('HTTP_ERROR', message('HTTP_ERROR', context, detail), context);
-    this.status = answer.status;
-    this.headers = answer.headers;
-    this.body = answer.body;
-    this.replayed = answer.replayed;
+  declare readonly status: number;
+  declare readonly headers: Headers;
+  declare readonly body: unknown;
+  declare readonly replayed: boolean;
+  constructor({ status, headers, body, replayed }: ServerAnswer & { replayed: boolean }, context: ErrorContext) {
+    const detail = `${status}${replayed ? ' (replayed by the server)' : ''}`;
+    super('HTTP_ERROR', '', context, detail, { status, headers, body, replayed });
   }
 }
 
@@ -238,8 +239,7 @@ export class HttpError extends OncelyError {
 export class TransportError extends OncelyError {
   declare readonly code: 'TRANSPORT_FAILED';
   constructor(context: ErrorContext) {
-    const cause = context.cause instanceof Error ? `: ${context.cause.message}` : '';
-    super('TRANSPORT_FAILED', message('TRANSPORT_FAILED', context, cause), context);
+    super('TRANSPORT_FAILED', '', context, context.cause instanceof Error ? `: ${context.cause.message}` : '');
   }
 }
 
@@ -250,14 +250,11 @@ export class TransportError extends OncelyError {
  */
 export class RedirectError extends OncelyError {
   declare readonly code: 'REDIRECT';
-  readonly status: number;
+  declare readonly status: number;
   /** The `Location` the server gave, when it could be read. */
-  readonly location: string | undefined;
-  constructor(answer: { status: number; location: string | undefined }, context: ErrorContext) {
-    const detail = `${answer.status}${answer.location ? ` to ${answer.location}` : ''}`;
-    super('REDIRECT', message('REDIRECT', context, detail), context);
-    this.status = answer.status;
-    this.location = answer.location;
+  declare readonly location: string | undefined;
+  constructor({ status, location }: { status: number; location: string | undefined }, context: ErrorContext) {
+    super('REDIRECT', '', context, `${status}${location ? ` to ${location}` : ''}`, { status, location });
   }
 }
 
@@ -273,10 +270,10 @@ export class NotSentError extends OncelyError {
 export class CancelledError extends OncelyError {
   declare readonly code: 'CANCELLED';
   /** True when an attempt had gone out: the intent is then `unknown` with its key kept. */
-  readonly sent: boolean;
+  declare readonly sent: boolean;
   constructor(context: ErrorContext & { sent: boolean }) {
-    super('CANCELLED', message('CANCELLED', context, context.sent ? 'sent' : ''), context);
-    this.sent = context.sent;
+    const sent = context.sent;
+    super('CANCELLED', '', context, sent ? 'sent' : '', { sent });
   }
 }
 
@@ -286,20 +283,20 @@ export class CancelledError extends OncelyError {
  */
 export class ResponseValidationError extends OncelyError {
   declare readonly code: 'RESPONSE_VALIDATION';
-  readonly status: number;
-  readonly body: unknown;
-  readonly issues: readonly { message: string; path?: readonly unknown[] }[];
+  declare readonly status: number;
+  declare readonly body: unknown;
+  declare readonly issues: readonly { message: string; path?: readonly unknown[] }[];
   constructor(
-    answer: { status: number; body: unknown },
+    { status, body }: { status: number; body: unknown },
     issues: readonly { message: string; path?: readonly unknown[] }[],
     context: ErrorContext,
   ) {
     const first = issues[0];
-    const detail = `${answer.status}${first ? `: ${first.message}` : ''}`;
-    super('RESPONSE_VALIDATION', message('RESPONSE_VALIDATION', context, detail), context);
-    this.status = answer.status;
-    this.body = answer.body;
-    this.issues = issues;
+    super('RESPONSE_VALIDATION', '', context, `${status}${first ? `: ${first.message}` : ''}`, {
+      status,
+      body,
+      issues,
+    });
   }
 }
 
@@ -307,7 +304,7 @@ export class ResponseValidationError extends OncelyError {
 export class InvalidKeyError extends OncelyError {
   declare readonly code: 'INVALID_KEY';
   constructor(reason: string, context: ErrorContext = {}) {
-    super('INVALID_KEY', message('INVALID_KEY', context, reason), context);
+    super('INVALID_KEY', '', context, reason);
   }
 }
 
@@ -327,17 +324,15 @@ export class InvalidArgumentError extends OncelyError {
 export class CorruptRecordError extends OncelyError {
   declare readonly code: 'CORRUPT_RECORD';
   /** Where the bad record was moved (an IndexedDB key, a file path, a table). */
-  readonly location: string;
+  declare readonly location: string;
   /** What is wrong with it. */
-  readonly reason: string;
+  declare readonly reason: string;
   constructor(context: ErrorContext & { location: string; reason: string }) {
-    super(
-      'CORRUPT_RECORD',
-      `${message('CORRUPT_RECORD', context, context.reason)} It was moved to ${context.location}.`,
-      context,
-    );
-    this.location = context.location;
-    this.reason = context.reason;
+    const { location, reason } = context;
+    super('CORRUPT_RECORD', `${message('CORRUPT_RECORD', context, reason)} It was moved to ${location}.`, context, '', {
+      location,
+      reason,
+    });
   }
 }
 
@@ -350,10 +345,9 @@ export class CorruptRecordError extends OncelyError {
 export class StoreError extends OncelyError {
   declare readonly code: 'STORE_FAILED';
   /** True when an attempt of this call may have reached the server before the store failed. */
-  readonly sent: boolean;
+  declare readonly sent: boolean;
   constructor(text: string, context: ErrorContext & { sent?: boolean } = {}) {
-    super('STORE_FAILED', text, context);
-    this.sent = context.sent ?? false;
+    super('STORE_FAILED', text, context, '', { sent: context.sent ?? false });
   }
 }
 

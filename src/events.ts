@@ -60,16 +60,8 @@ type Listener = (event: OncelyEvent) => void;
 /** A tiny typed emitter that also keeps the counters. */
 export class EventHub {
   readonly #listeners = new Map<OncelyEventType | '*', Set<Listener>>();
-  readonly stats: ClientStats = {
-    attempts: 0,
-    retries: 0,
-    replays: 0,
-    conflicts: 0,
-    mismatches: 0,
-    unknowns: 0,
-    successes: 0,
-    failures: 0,
-  };
+  /** Every counter at 0, in the order of `COUNTED`. */
+  readonly stats: ClientStats = Object.fromEntries(Object.values(COUNTED).map((counter) => [counter, 0])) as never;
 
   on<T extends OncelyEventType | '*'>(
     type: T,

@@ -1,11 +1,14 @@
-import { validate, version } from 'uuid';
+import { createHash } from 'node:crypto';
+import fc from 'fast-check';
+import { v5, validate, version } from 'uuid';
 import { describe, expect, it } from 'vitest';
 import { InvalidKeyError } from '../src/errors.js';
 import { canonicalJson } from '../src/intent/canonical-json.js';
 import { changedParts, fingerprint, legacyFingerprint } from '../src/intent/fingerprint.js';
-import { mintKey, validateKey } from '../src/intent/keys.js';
+import { mintKey, sha1, validateKey } from '../src/intent/keys.js';
 import { classifyStatus, ietf, stripe } from '../src/profiles/profiles.js';
 import { parseSfString, serializeSfString } from '../src/profiles/sf-string.js';
+import { intentId } from '../src/store/record-rules.js';
 
 describe('keys', () => {
   it('mints v7 keys whose first 48 bits are the time in ms, and valid v4 keys', () => {
@@ -29,6 +32,39 @@ describe('keys', () => {
     expect(derived).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-5/);
     expect(mintKey('derived', 'acct_1', 'job:42')).toBe(derived);
     expect(mintKey('derived', 'acct_2', 'job:42')).not.toBe(derived);
+  });
+
+  it("derives exactly uuid's v5 over the intent id (the derived keys of earlier releases)", () => {
+    const namespace = '5b1e2a2e-7f59-4d41-9c3a-0b6f1c6ad7e1';
+    expect(mintKey('derived', 'acct_1', 'job:42')).toBe(v5(intentId('acct_1', 'job:42'), namespace));
+    // Names across SHA-1's block boundaries (55/56/64 bytes) and beyond one block, non-ASCII too.
+    for (const length of [0, 1, 40, 41, 48, 49, 55, 56, 64, 100, 1024])
+      for (const unit of ['x', 'é', '😀'])
+        expect(mintKey('derived', 's', unit.repeat(length))).toBe(v5(intentId('s', unit.repeat(length)), namespace));
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary' }), fc.string({ unit: 'binary', minLength: 1 }), (scope, name) => {
+        expect(mintKey('derived', scope, name)).toBe(v5(intentId(scope, name), namespace));
+      }),
+    );
+  });
+
+  it('hashes like node:crypto SHA-1 at every length around the block boundaries', () => {
+    expect(Buffer.from(sha1(new TextEncoder().encode('abc'))).toString('hex')).toBe(
+      'a9993e364706816aba3e25717850c26c9cd0d89d',
+    );
+    for (let length = 0; length < 300; length++) {
+      const bytes = Uint8Array.from({ length }, (_, i) => (i * 131 + length) & 0xff);
+      expect(Buffer.from(sha1(bytes)).toString('hex')).toBe(createHash('sha1').update(bytes).digest('hex'));
+    }
+  });
+
+  it('mints distinct, valid v4 keys', () => {
+    const keys = new Set(Array.from({ length: 200 }, () => mintKey('v4', 's', 'n')));
+    expect(keys.size).toBe(200);
+    for (const key of keys) {
+      expect(validate(key)).toBe(true);
+      expect(version(key)).toBe(4);
+    }
   });
 
   it.each([

@@ -24,6 +24,9 @@ export interface RedirectAnswer {
   location: string | undefined;
 }
 
+/** What a timed-out attempt is aborted with (as `AbortSignal.timeout` would). */
+const timeoutError = () => new DOMException('The attempt timed out', 'TimeoutError');
+
 /** A network-error Response (`Response.error()`, status 0) is no answer: throw as fetch would. */
 function answerOrThrow(response: Response): Response {
   if (response.type === 'error') throw new TypeError('fetch failed: network error response');
@@ -111,7 +114,7 @@ export async function fetchAttempt(
     if (isRedirect(response)) return (await redirectReport(response, target.url)) as AttemptReport<never>;
     return answerReport(sender.profile, await readCopy(response), response);
   } catch (error) {
-    const cause = bounded.timedOut() ? new DOMException('The attempt timed out', 'TimeoutError') : error;
+    const cause = bounded.timedOut() ? timeoutError() : error;
     return { outcome: 'no_answer', replayed: false, sent: reached && !provablyNotSent(error), error: cause };
   } finally {
     bounded.clear();
@@ -136,7 +139,7 @@ export function withTimeout(parent: AbortSignal | undefined, ms: number) {
   else parent?.addEventListener('abort', onAbort, { once: true });
   const timer = setTimeout(() => {
     timedOut = true;
-    controller.abort(new DOMException('The attempt timed out', 'TimeoutError'));
+    controller.abort(timeoutError());
   }, ms);
   return {
     signal: controller.signal,

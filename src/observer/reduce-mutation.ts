@@ -79,10 +79,13 @@ export const STATUS_OF: Record<IntentState, MutationStatus> = {
   unknown: 'unknown',
 };
 
+/** `pending` or `retrying`: a request is on its way. */
+const busy = (status: MutationStatus): boolean => status === 'pending' || status === 'retrying';
+
 const withFlags = <T>(fields: Fields<T>): MutationState<T> => ({
   ...fields,
   isIdle: fields.status === 'idle',
-  isPending: fields.status === 'pending' || fields.status === 'retrying',
+  isPending: busy(fields.status),
   isSuccess: fields.status === 'success',
   isError: fields.status === 'error' || fields.status === 'unknown',
 });
@@ -109,7 +112,7 @@ function transition<T>(state: MutationState<T>, action: MutationAction<T>): Muta
     case 'pending':
       return { ...IDLE, status: 'pending', key: state.key, record: state.record };
     case 'attempt':
-      if (state.status !== 'pending' && state.status !== 'retrying') return state;
+      if (!busy(state.status)) return state;
       return { ...state, status: action.retry ? 'retrying' : state.status, attempts: action.attempt };
     case 'success': {
       const { data, replayed, attempts, record } = action;
@@ -122,7 +125,7 @@ function transition<T>(state: MutationState<T>, action: MutationAction<T>): Muta
     }
     case 'reset':
       // A call on its way stays visible: the button must stay disabled until it settles.
-      if (state.status === 'pending' || state.status === 'retrying' || state.status === 'idle') return state;
+      if (busy(state.status) || state.status === 'idle') return state;
       return { ...IDLE, key: state.key, record: state.record };
     case 'forgotten':
       return IDLE;

@@ -21,18 +21,12 @@ export const isPrintableAscii = (value: string): boolean => /^[\x20-\x7e]*$/.tes
  * serializeSfString('a"b\\c');   // '"a\\"b\\\\c"'
  */
 export function serializeSfString(value: string): string {
-  let out = '"';
-  for (let i = 0; i < value.length; i++) {
-    const code = value.charCodeAt(i);
-    if (!isPrintableAsciiCode(code)) {
-      throw new TypeError(
-        `Cannot serialize as a Structured Field String: character U+${code.toString(16).padStart(4, '0').toUpperCase()} at index ${i} is outside %x20-7E.`,
-      );
-    }
-    const char = value[i];
-    out += char === '"' || char === '\\' ? `\\${char}` : char;
-  }
-  return `${out}"`;
+  const i = value.search(/[^\x20-\x7e]/);
+  if (i >= 0)
+    throw new TypeError(
+      `Cannot serialize as a Structured Field String: character U+${value.charCodeAt(i).toString(16).padStart(4, '0').toUpperCase()} at index ${i} is outside %x20-7E.`,
+    );
+  return `"${value.replace(/["\\]/g, '\\$&')}"`;
 }
 
 /**

@@ -59,6 +59,15 @@ export const DEFAULT_RETRY: ResolvedRetryOptions = {
 /** Longest delay a timer can hold: `setTimeout` fires at once beyond it. */
 export const MAX_TIMER = 2 ** 31 - 1;
 
+/** `value` when it is a number of ms a timer can hold (above 0 when `positive`), else an InvalidArgumentError naming `name`. */
+export function checkMs(value: unknown, name: string, positive = false): number {
+  if (typeof value !== 'number' || !(value <= MAX_TIMER && (positive ? value > 0 : value >= 0)))
+    throw new InvalidArgumentError(
+      `${name} must be a number of ms between ${positive ? 1 : 0} and ${MAX_TIMER}, got ${String(value)}.`,
+    );
+  return value;
+}
+
 export function resolveRetryOptions(options: RetryOptions = {}): ResolvedRetryOptions {
   if (options === null || typeof options !== 'object')
     throw new InvalidArgumentError(`retry must be an object of options, got ${typeof options}.`);
@@ -69,10 +78,7 @@ export function resolveRetryOptions(options: RetryOptions = {}): ResolvedRetryOp
       throw new InvalidArgumentError(
         `Unknown retry option "${name}". Use one of: ${Object.keys(DEFAULT_RETRY).join(', ')}.`,
       );
-    if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > MAX_TIMER)
-      throw new InvalidArgumentError(
-        `retry.${name} must be a number of ms between 0 and ${MAX_TIMER}, got ${String(value)}.`,
-      );
+    checkMs(value, `retry.${name}`);
   }
   if (!Number.isInteger(resolved.maxAttempts) || resolved.maxAttempts < 1)
     throw new InvalidArgumentError(`retry.maxAttempts must be an integer >= 1, got ${resolved.maxAttempts}.`);
@@ -138,19 +144,25 @@ export interface WaitHint {
 /** The budget of one call: knows the deadline on a monotonic clock and picks each wait. */
 export class RetryBudget {
   readonly #startedAt: number;
+  readonly #monotonic: () => number;
+  readonly #wallClock: () => number;
+  readonly #random: () => number;
 
   constructor(
     readonly options: ResolvedRetryOptions,
-    private readonly monotonic: () => number,
-    private readonly wallClock: () => number,
-    private readonly random: () => number,
+    monotonic: () => number,
+    wallClock: () => number,
+    random: () => number,
   ) {
+    this.#monotonic = monotonic;
+    this.#wallClock = wallClock;
+    this.#random = random;
     this.#startedAt = monotonic();
   }
 
   /** Time left before the deadline (ms). */
   remaining(): number {
-    return Math.max(0, this.#startedAt + this.options.deadline - this.monotonic());
+    return Math.max(0, this.#startedAt + this.options.deadline - this.#monotonic());
   }
 
   /** The timeout of the next attempt: the per-attempt timeout, never past the deadline. */
@@ -161,11 +173,11 @@ export class RetryBudget {
 
   /** The wait after attempt `n`: the server's hint capped by `maxRetryAfter`, else backoff. */
   delayAfter(n: number, hint: WaitHint): number {
-    const asked = hint.headers && parseRetryAfter(hint.headers, this.wallClock());
+    const asked = hint.headers && parseRetryAfter(hint.headers, this.#wallClock());
     if (asked !== undefined) return Math.min(asked, this.options.maxRetryAfter);
     return hint.inProgress
-      ? inProgressBackoff(n, this.options, this.random)
-      : backoffDelay(n, this.options, this.random);
+      ? inProgressBackoff(n, this.options, this.#random)
+      : backoffDelay(n, this.options, this.#random);
   }
 
   /** True when attempt `n + 1` fits: attempts left, and the wait ends before the deadline. */

@@ -1,5 +1,7 @@
 import type { ObservableStore, Store, StoreEvent } from './store.js';
 
+const FORWARDED = ['claim', 'get', 'update', 'delete', 'list', 'clear', 'sweep'] as const;
+
 /**
  * A store that opens in the background: every call waits for `opening`. Lets the
  * platform entries hand `createClient` (synchronous) a durable store whose opening is
@@ -8,14 +10,18 @@ import type { ObservableStore, Store, StoreEvent } from './store.js';
 export function lazyStore(opening: Promise<Store>): Store & ObservableStore {
   // Keep an unawaited failure from being reported before anyone calls the store.
   opening.catch(() => undefined);
+  // Every call of the Store interface waits for the store, then goes to it as made.
+  const forward =
+    (method: (typeof FORWARDED)[number]) =>
+    async (...args: unknown[]) => {
+      const store = await opening;
+      return (store[method] as (...args: unknown[]) => unknown).apply(store, args);
+    };
   return {
-    claim: async (fresh, options) => (await opening).claim(fresh, options),
-    get: async (scope, name) => (await opening).get(scope, name),
-    update: async (scope, name, updater, options) => (await opening).update(scope, name, updater, options),
-    delete: async (scope, name, key) => (await opening).delete(scope, name, key),
-    list: async (scope, states) => (await opening).list(scope, states),
-    clear: async (scope) => (await opening).clear(scope),
-    sweep: async (scope, now, options) => (await opening).sweep(scope, now, options),
+    ...(Object.fromEntries(FORWARDED.map((method) => [method, forward(method)])) as Pick<
+      Store,
+      (typeof FORWARDED)[number]
+    >),
     close: async () => (await opening.catch(() => undefined))?.close?.(),
     subscribe(listener: (event: StoreEvent) => void) {
       let unsubscribe: (() => void) | undefined;

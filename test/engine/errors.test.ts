@@ -3,13 +3,27 @@ import { inspect } from 'node:util';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import {
   type AnyOncelyError,
+  CancelledError,
+  CorruptRecordError,
   createClient,
-  type HttpError,
+  HttpError,
+  InProgressError,
+  IntentExpiredError,
+  IntentGoneError,
+  IntentMismatchError,
+  InvalidArgumentError,
+  InvalidKeyError,
   isOncelyError,
-  type KeyReusedError,
+  KeyReusedError,
   MemoryStore,
+  NotSentError,
   OncelyError,
+  OutcomeUnknownError,
+  RedirectError,
+  ResponseValidationError,
   type Store,
+  StoreError,
+  TransportError,
 } from '../../src/index.js';
 
 const ok = async () => new Response('{}', { status: 201, headers: { 'content-type': 'application/json' } });
@@ -125,5 +139,140 @@ describe('the error classes', () => {
     expect(inspect(error)).not.toContain(intent.key);
     expect(error.message).not.toContain(intent.key);
     expect(JSON.parse(JSON.stringify(error))).toMatchObject({ code: 'INTENT_MISMATCH', intent: 'pay' });
+  });
+
+  it('each class sets its name, code, fields and a message that says what to do', () => {
+    const context = { intent: 'pay', scope: 's', key: 'k-secret', attempts: 2 };
+    const headers = new Headers();
+    const answer = { status: 503, headers, body: 'x' };
+    const cases: [OncelyError, string, string, Record<string, unknown>, RegExp][] = [
+      [
+        new KeyReusedError({ status: 422, body: 'b' }, context),
+        'KeyReusedError',
+        'KEY_REUSED',
+        { status: 422, body: 'b' },
+        /HTTP 422.*new intent/,
+      ],
+      [
+        new IntentMismatchError({ ...context, changed: ['body'] }),
+        'IntentMismatchError',
+        'INTENT_MISMATCH',
+        { changed: ['body'] },
+        /Changed: body\.$/,
+      ],
+      [
+        new OutcomeUnknownError({ ...context, lastAnswer: answer }),
+        'OutcomeUnknownError',
+        'OUTCOME_UNKNOWN',
+        { lastAnswer: answer },
+        /after 2 attempt\(s\).*HTTP 503.*resume safely/,
+      ],
+      [
+        new InProgressError(context),
+        'InProgressError',
+        'IN_PROGRESS',
+        { holder: 'server', lastAnswer: undefined },
+        /still reports intent "pay" as in progress/,
+      ],
+      [
+        new InProgressError({ ...context, holder: 'client' }),
+        'InProgressError',
+        'IN_PROGRESS',
+        { holder: 'client' },
+        /^Another client .* Try again later/,
+      ],
+      [
+        new IntentExpiredError({ ...context, createdAt: 5, keyTtl: 10 }),
+        'IntentExpiredError',
+        'INTENT_EXPIRED',
+        { createdAt: 5, reason: 'expired' },
+        /older than its retention \(10 ms\)/,
+      ],
+      [
+        new IntentExpiredError({ ...context, createdAt: 5, keyTtl: 10, reason: 'clock' }),
+        'IntentExpiredError',
+        'INTENT_EXPIRED',
+        { reason: 'clock' },
+        /minted in the future/,
+      ],
+      [new IntentGoneError(context), 'IntentGoneError', 'INTENT_GONE', {}, /client\.intent\(name\)/],
+      [
+        new HttpError({ ...answer, status: 404, replayed: true }, context),
+        'HttpError',
+        'HTTP_ERROR',
+        { status: 404, headers, body: 'x', replayed: true },
+        /HTTP 404 \(replayed by the server\)/,
+      ],
+      [
+        new TransportError({ ...context, cause: new Error('boom') }),
+        'TransportError',
+        'TRANSPORT_FAILED',
+        {},
+        /failed: boom\./,
+      ],
+      [
+        new RedirectError({ status: 302, location: '/x' }, context),
+        'RedirectError',
+        'REDIRECT',
+        { status: 302, location: '/x' },
+        /HTTP 302 to \/x.*baseUrl/,
+      ],
+      [new NotSentError(context), 'NotSentError', 'NOT_SENT', {}, /safe to send it again/],
+      [
+        new CancelledError({ ...context, sent: true }),
+        'CancelledError',
+        'CANCELLED',
+        { sent: true },
+        /after an attempt went out/,
+      ],
+      [
+        new CancelledError({ ...context, sent: false }),
+        'CancelledError',
+        'CANCELLED',
+        { sent: false },
+        /before anything was sent/,
+      ],
+      [
+        new ResponseValidationError({ status: 200, body: 1 }, [{ message: 'bad' }], context),
+        'ResponseValidationError',
+        'RESPONSE_VALIDATION',
+        { status: 200, body: 1, issues: [{ message: 'bad' }] },
+        /HTTP 200: bad/,
+      ],
+      [
+        new InvalidKeyError('it is empty', context),
+        'InvalidKeyError',
+        'INVALID_KEY',
+        {},
+        /^Invalid idempotency key: it is empty\. Nothing was sent\.$/,
+      ],
+      [new InvalidArgumentError('Bad x.', context), 'InvalidArgumentError', 'INVALID_ARGUMENT', {}, /^Bad x\.$/],
+      [
+        new CorruptRecordError({ ...context, location: 'there', reason: 'why' }),
+        'CorruptRecordError',
+        'CORRUPT_RECORD',
+        { location: 'there', reason: 'why' },
+        /corrupt \(why\).* It was moved to there\.$/,
+      ],
+      [
+        new StoreError('The store failed.', context),
+        'StoreError',
+        'STORE_FAILED',
+        { sent: false },
+        /^The store failed\.$/,
+      ],
+    ];
+    for (const [error, name, code, fields, text] of cases) {
+      expect(error).toBeInstanceOf(OncelyError);
+      expect(error).toBeInstanceOf(Error);
+      expect(error).toMatchObject({ name, code, intent: 'pay', scope: 's', attempts: 2, ...fields });
+      expect(error.message).toMatch(text);
+      expect(error.key).toBe('k-secret');
+      expect(Object.keys(error)).not.toContain('key');
+      expect(error.message).not.toContain('k-secret');
+    }
+    expect(new InProgressError(context)).toBeInstanceOf(OutcomeUnknownError);
+    expect(new StoreError('x', { cause: 'c' }).cause).toBe('c');
+    expect('cause' in new StoreError('x')).toBe(false);
   });
 });
