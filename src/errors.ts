@@ -86,7 +86,9 @@ const message = (code: OncelyErrorCode, context: ErrorContext, detail = '') =>
  * message, `JSON.stringify(error)` or `util.inspect(error)`: it can replay a request.
  */
 export class OncelyError extends Error {
-  // Fields are `declare`d and set once in the constructor: no class-field initialisers to ship.
+  /** The class's name as `error.name` gives it, also once a minifier has renamed the class. */
+  static readonly errorName: string = 'OncelyError';
+  // Fields are `declare`d and set once in the constructor: no instance-field initialisers to ship.
   declare readonly code: OncelyErrorCode;
   /** The idempotency key (not enumerable, so logs and serialisers leave it out). */
   declare readonly key: string | undefined;
@@ -103,7 +105,8 @@ export class OncelyError extends Error {
     super(text || message(code, context, detail), context.cause === undefined ? undefined : { cause: context.cause });
     Object.defineProperty(this, 'key', { value: context.key, enumerable: false });
     Object.assign(this, {
-      name: new.target.name,
+      // A minifier renames classes: the name is kept as a string of each class's own.
+      name: Object.hasOwn(new.target, 'errorName') ? (new.target as { errorName?: string }).errorName : new.target.name,
       code,
       intent: context.intent,
       scope: context.scope,
@@ -128,6 +131,7 @@ export class OncelyError extends Error {
  * nothing happened. Never retried; the intent is `failed`. Use a new intent for the new request.
  */
 export class KeyReusedError extends OncelyError {
+  static override readonly errorName: string = 'KeyReusedError';
   declare readonly code: 'KEY_REUSED';
   declare readonly status: number;
   declare readonly body: unknown;
@@ -144,6 +148,7 @@ export type RequestPart = 'method' | 'path' | 'body';
  * request. Nothing was sent. A changed request is a new intent.
  */
 export class IntentMismatchError extends OncelyError {
+  static override readonly errorName: string = 'IntentMismatchError';
   declare readonly code: 'INTENT_MISMATCH';
   /** What changed, when the stored fingerprint can tell. */
   declare readonly changed: readonly RequestPart[];
@@ -160,6 +165,7 @@ export class IntentMismatchError extends OncelyError {
  * under the same intent name.
  */
 export class OutcomeUnknownError extends OncelyError {
+  static override readonly errorName: string = 'OutcomeUnknownError';
   declare readonly code: 'OUTCOME_UNKNOWN' | 'IN_PROGRESS';
   /** The last server answer, if any attempt got one. */
   declare readonly lastAnswer: ServerAnswer | undefined;
@@ -181,6 +187,7 @@ export class OutcomeUnknownError extends OncelyError {
  * keeps its key.
  */
 export class InProgressError extends OutcomeUnknownError {
+  static override readonly errorName: string = 'InProgressError';
   declare readonly code: 'IN_PROGRESS';
   /** `'server'`: the server answered 409; `'client'`: another client's lease held the intent (nothing sent here). */
   declare readonly holder: 'server' | 'client';
@@ -201,6 +208,7 @@ export class InProgressError extends OutcomeUnknownError {
  * operation up by `key`), then settle or reset the intent.
  */
 export class IntentExpiredError extends OncelyError {
+  static override readonly errorName: string = 'IntentExpiredError';
   declare readonly code: 'INTENT_EXPIRED';
   declare readonly createdAt: number;
   declare readonly reason: 'expired' | 'clock';
@@ -216,6 +224,7 @@ export class IntentExpiredError extends OncelyError {
 
 /** The intent's record vanished or was re-formed with another key by another client. Nothing was sent. */
 export class IntentGoneError extends OncelyError {
+  static override readonly errorName: string = 'IntentGoneError';
   declare readonly code: 'INTENT_GONE';
   constructor(context: ErrorContext) {
     super('INTENT_GONE', '', context);
@@ -224,6 +233,7 @@ export class IntentGoneError extends OncelyError {
 
 /** A definitive error answer (4xx, or a replayed error). Not retried; the intent is `failed`. */
 export class HttpError extends OncelyError {
+  static override readonly errorName: string = 'HttpError';
   declare readonly code: 'HTTP_ERROR';
   declare readonly status: number;
   declare readonly headers: Headers;
@@ -237,6 +247,7 @@ export class HttpError extends OncelyError {
 
 /** The function given to `intent.run()` threw an error that is not retried; it is the `cause`. */
 export class TransportError extends OncelyError {
+  static override readonly errorName: string = 'TransportError';
   declare readonly code: 'TRANSPORT_FAILED';
   constructor(context: ErrorContext) {
     super('TRANSPORT_FAILED', '', context, context.cause instanceof Error ? `: ${context.cause.message}` : '');
@@ -249,6 +260,7 @@ export class TransportError extends OncelyError {
  * receive the request, so the intent is `unknown` with its key kept.
  */
 export class RedirectError extends OncelyError {
+  static override readonly errorName: string = 'RedirectError';
   declare readonly code: 'REDIRECT';
   declare readonly status: number;
   /** The `Location` the server gave, when it could be read. */
@@ -260,6 +272,7 @@ export class RedirectError extends OncelyError {
 
 /** Every attempt of the call provably failed before reaching a server. The intent is as it was. */
 export class NotSentError extends OncelyError {
+  static override readonly errorName: string = 'NotSentError';
   declare readonly code: 'NOT_SENT';
   constructor(context: ErrorContext) {
     super('NOT_SENT', '', context);
@@ -268,6 +281,7 @@ export class NotSentError extends OncelyError {
 
 /** The call was aborted through its `signal` (the reason is `cause`). */
 export class CancelledError extends OncelyError {
+  static override readonly errorName: string = 'CancelledError';
   declare readonly code: 'CANCELLED';
   /** True when an attempt had gone out: the intent is then `unknown` with its key kept. */
   declare readonly sent: boolean;
@@ -282,6 +296,7 @@ export class CancelledError extends OncelyError {
  * JSON). The effect may have happened: the intent stays `succeeded` with its key.
  */
 export class ResponseValidationError extends OncelyError {
+  static override readonly errorName: string = 'ResponseValidationError';
   declare readonly code: 'RESPONSE_VALIDATION';
   declare readonly status: number;
   declare readonly body: unknown;
@@ -302,6 +317,7 @@ export class ResponseValidationError extends OncelyError {
 
 /** A caller-supplied idempotency key that cannot be sent. Nothing was sent. */
 export class InvalidKeyError extends OncelyError {
+  static override readonly errorName: string = 'InvalidKeyError';
   declare readonly code: 'INVALID_KEY';
   constructor(reason: string, context: ErrorContext = {}) {
     super('INVALID_KEY', '', context, reason);
@@ -310,6 +326,7 @@ export class InvalidKeyError extends OncelyError {
 
 /** A bad argument (intent name, option, body, header). Nothing was sent. */
 export class InvalidArgumentError extends OncelyError {
+  static override readonly errorName: string = 'InvalidArgumentError';
   declare readonly code: 'INVALID_ARGUMENT';
   constructor(text: string, context: ErrorContext = {}) {
     super('INVALID_ARGUMENT', text, context);
@@ -322,6 +339,7 @@ export class InvalidArgumentError extends OncelyError {
  * Reconcile by hand, then remove the intent (`store.delete(scope, name)`) to form it afresh.
  */
 export class CorruptRecordError extends OncelyError {
+  static override readonly errorName: string = 'CorruptRecordError';
   declare readonly code: 'CORRUPT_RECORD';
   /** Where the bad record was moved (an IndexedDB key, a file path, a table). */
   declare readonly location: string;
@@ -343,6 +361,7 @@ export class CorruptRecordError extends OncelyError {
  * sending the same request under the same intent name once the store works again.
  */
 export class StoreError extends OncelyError {
+  static override readonly errorName: string = 'StoreError';
   declare readonly code: 'STORE_FAILED';
   /** True when an attempt of this call may have reached the server before the store failed. */
   declare readonly sent: boolean;

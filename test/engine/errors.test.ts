@@ -275,4 +275,47 @@ describe('the error classes', () => {
     expect(new StoreError('x', { cause: 'c' }).cause).toBe('c');
     expect('cause' in new StoreError('x')).toBe(false);
   });
+
+  it('error.name stays the class name in a minified bundle (minifiers rename classes)', async () => {
+    const { build } = await import('esbuild');
+    const result = await build({
+      stdin: {
+        contents: `export * from './src/errors.ts';`,
+        resolveDir: process.cwd(),
+        loader: 'ts',
+      },
+      bundle: true,
+      minify: true,
+      write: false,
+      format: 'esm',
+      platform: 'neutral',
+      logLevel: 'silent',
+    });
+    const errors = (await import(
+      `data:text/javascript;base64,${Buffer.from(result.outputFiles[0]!.text).toString('base64')}`
+    )) as typeof import('../../src/errors.js');
+    const context = { intent: 'pay' };
+    const made = [
+      new errors.OncelyError('STORE_FAILED', 'x'),
+      new errors.NotSentError(context),
+      new errors.IntentGoneError(context),
+      new errors.InProgressError(context),
+      new errors.OutcomeUnknownError(context),
+      new errors.StoreError('x', context),
+      new errors.InvalidArgumentError('x', context),
+    ];
+    expect(made.map((e) => e.name)).toEqual([
+      'OncelyError',
+      'NotSentError',
+      'IntentGoneError',
+      'InProgressError',
+      'OutcomeUnknownError',
+      'StoreError',
+      'InvalidArgumentError',
+    ]);
+    expect(made.map((e) => e.constructor.name)).not.toEqual(made.map((e) => e.name)); // the bundle did rename them
+    expect(String(made[1]!.stack)).toMatch(/^NotSentError: /);
+    class AppError extends errors.OncelyError {}
+    expect(new AppError('STORE_FAILED', 'y').name).toBe('AppError');
+  });
 });
