@@ -54,6 +54,8 @@ export interface BrowserResult {
   bareClaimAfterClick: { n: number } & Timing;
   /** The same write and a Web Lock, made by a Worker the click handler messages (real input). */
   workerClaimAfterClick: { n: number; received: Timing; written: Timing } & Timing;
+  /** A fresh page's first click (what a shopper gets: nothing warmed up), hook and TanStack. */
+  firstClick: { n: number; hook: Timing; tanstack: Timing };
 }
 
 async function bundlePage(): Promise<string> {
@@ -91,7 +93,11 @@ function clickResult(clicks: Click[]): ClickResult {
 /** Cross-origin isolation, so that performance.now() has 5 µs resolution rather than 100 µs. */
 const ISOLATED = { 'cross-origin-opener-policy': 'same-origin', 'cross-origin-embedder-policy': 'require-corp' };
 
-export async function measureBrowser(options: { claims: number; clicks: number }): Promise<BrowserResult> {
+export async function measureBrowser(options: {
+  claims: number;
+  clicks: number;
+  firstClicks: number;
+}): Promise<BrowserResult> {
   const script = await bundlePage();
   const server = createServer((req, res) => {
     req.resume();
@@ -157,8 +163,30 @@ export async function measureBrowser(options: { claims: number; clicks: number }
         (globalThis as unknown as { benchWorkerSteps(): { received: number; written: number }[] }).benchWorkerSteps(),
       )
     ).slice(10);
+    // A fresh page per click: the first click after load, as a shopper makes it.
+    const first = { hook: [] as number[], tanstack: [] as number[] };
+    for (let i = 0; i < options.firstClicks; i++) {
+      for (const variant of ['weblocks', 'tanstack'] as const) {
+        const fresh = await browser.newPage();
+        fresh.on('pageerror', (error) => errors.push(error.message));
+        await fresh.goto(`${origin}/`);
+        await fresh.waitForFunction(() => (globalThis as { benchReady?: boolean }).benchReady === true);
+        await fresh.evaluate(
+          (v) => (globalThis as unknown as { benchMount(v: string): Promise<void> }).benchMount(v),
+          variant,
+        );
+        await fresh.waitForTimeout(100); // a shopper does not click within 100 ms of the button showing
+        await fresh.click('#pay');
+        const click = await fresh.evaluate(() =>
+          (globalThis as unknown as { benchLastClick(): Promise<Click> }).benchLastClick(),
+        );
+        first[variant === 'weblocks' ? 'hook' : 'tanstack'].push(click.fetch - click.handler);
+        await fresh.close();
+      }
+    }
     if (errors.length > 0) throw new Error(`page errors: ${errors.join('; ')}`);
     return {
+      firstClick: { n: first.hook.length, hook: stat(first.hook), tanstack: stat(first.tanstack) },
       chromium: browser.version(),
       idbClaim: { n: claims.length, ...stat(claims) },
       click: clickResult(clicks.weblocks),
@@ -209,6 +237,16 @@ export function browserRows(b: BrowserResult): string[][] {
       `  a strict IndexedDB write + Web Lock, in a Worker messaged from a click handler (${inWorker.n} clicks)`,
       fmtMs(inWorker.medianMs),
       `p95 ${fmtMs(inWorker.p95Ms)}; in the worker: message in at ${fmtMs(inWorker.received.medianMs)}, lock + write done at ${fmtMs(inWorker.written.medianMs)}`,
+    ],
+    [
+      `first click on a fresh page → request leaves, useIdempotentMutation (${b.firstClick.n} pages)`,
+      fmtMs(b.firstClick.hook.medianMs),
+      `p95 ${fmtMs(b.firstClick.hook.p95Ms)}; nothing warmed up (the JIT has not seen ky, the hash or the engine yet)`,
+    ],
+    [
+      `  floor: TanStack useMutation + fetch, first click on a fresh page (${b.firstClick.n} pages)`,
+      fmtMs(b.firstClick.tanstack.medianMs),
+      `p95 ${fmtMs(b.firstClick.tanstack.p95Ms)}`,
     ],
   ];
 }

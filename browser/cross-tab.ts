@@ -108,10 +108,12 @@ export class WebLocksCoordinator implements IntentCoordinator {
    * as the first section each time it is gained. Without Web Locks this does nothing.
    */
   hold(scope: string, name: string, onHeld: (section: LockSection) => Promise<void>): () => void {
+    // Closed, it hears no other tab's ask: it must not keep a lock.
+    if (this.#closed) return () => {};
     return this.#holds?.hold(this.#lockPrefix + intentId(scope, name), onHeld) ?? (() => {});
   }
 
-  noteSent(record: IntentRecord): () => void {
+  noteSent(record: IntentRecord): (() => void) | undefined {
     return this.#notes.note(intentId(record.scope, record.name), record);
   }
 

@@ -4,22 +4,27 @@ import type { LockSection } from '../src/coordinator/coordinator.js';
  * Web Locks kept between sections (`WebLocksCoordinator.hold`). A tab that holds an
  * intent's lock runs the next section at once: the click's request leaves in the same
  * frame, where asking the browser for the lock would wait for the next one (Chromium holds
- * lock grants that follow a click until it has drawn). Another tab that needs the lock
- * asks for it over the BroadcastChannel; the holder lets it go as soon as no section runs,
- * and queues again behind it.
+ * lock grants that follow a click until it has drawn).
+ *
+ * A hold only takes a free lock (`ifAvailable`), so it never waits in the browser's queue:
+ * whoever does wait there needs the lock for a section. Such a client asks over the
+ * BroadcastChannel and the holder lets go as soon as no section runs; a holder also looks
+ * at the queue every second, for a client that cannot ask (an older oncely in another tab
+ * during a deploy). A hold that did not get the lock tries again every second.
  */
 
 let sections = 0;
-/** How often a waiting client asks again: a holder that queued again may win the race once. */
+/** How often a waiting client asks again, a holder looks for waiters, a hold retries a busy lock. */
 const ASK_AGAIN_MS = 200;
+const CHECK_MS = 1_000;
 
 interface Hold {
   readonly name: string;
   /** The `hold()` callers: each runs its section whenever the lock is (re)gained. */
   readonly holders: Set<{ onHeld: (section: LockSection) => Promise<void> }>;
   held: boolean;
-  /** A request for the lock is queued with the browser. */
-  waiting: boolean;
+  /** A request is with the browser: `'wait'` queued for a section, `'try'` if free. */
+  asking: 'wait' | 'try' | undefined;
   /** Resolves once the lock is granted; a new one after each yield. */
   granted: Promise<void>;
   grant: () => void;
@@ -51,6 +56,8 @@ function abortable<T>(run: Promise<T>, signal: AbortSignal | undefined, started:
   });
 }
 
+const unref = (timer: unknown) => (timer as { unref?: () => void }).unref?.();
+
 export class LockHolds {
   readonly #holds = new Map<string, Hold>();
   /**
@@ -59,11 +66,14 @@ export class LockHolds {
    */
   #hidden = false;
   #unwatch = () => {};
+  #checking: ReturnType<typeof setInterval> | undefined;
 
   constructor(
     private readonly locks: LockManager,
     /** Tells the other tabs that this one waits for `name`. */
     private readonly ask: (name: string) => void,
+    /** How often to retry a busy lock and look for waiters; `0`: never (tests in virtual time). */
+    private readonly checkMs = CHECK_MS,
   ) {
     const page = (globalThis as { document?: Document }).document;
     if (!page?.addEventListener) return;
@@ -73,14 +83,6 @@ export class LockHolds {
     onVisibility();
   }
 
-  #setHidden(hidden: boolean): void {
-    this.#hidden = hidden;
-    for (const h of this.#holds.values()) {
-      if (hidden && h.held && h.busy === 0) this.#yield(h);
-      else if (!hidden && !h.held && !h.waiting) this.#acquire(h);
-    }
-  }
-
   hold(name: string, onHeld: (section: LockSection) => Promise<void>): () => void {
     let h = this.#holds.get(name);
     if (!h) {
@@ -88,7 +90,7 @@ export class LockHolds {
         name,
         holders: new Set(),
         held: false,
-        waiting: false,
+        asking: undefined,
         granted: Promise.resolve(),
         grant: () => {},
         letGo: () => {},
@@ -98,8 +100,12 @@ export class LockHolds {
         wanted: false,
         closed: false,
       };
+      h.granted = new Promise((resolve) => {
+        h!.grant = resolve;
+      });
       this.#holds.set(name, h);
-      if (!this.#hidden) this.#acquire(h);
+      this.#request(h, 'try');
+      this.#check();
     }
     const holder = { onHeld };
     h.holders.add(holder);
@@ -148,10 +154,18 @@ export class LockHolds {
     this.#holds.clear();
   }
 
+  #setHidden(hidden: boolean): void {
+    this.#hidden = hidden;
+    for (const h of this.#holds.values()) {
+      if (hidden && h.held && h.busy === 0) this.#yield(h);
+      else if (!hidden) this.#request(h, 'try');
+    }
+  }
+
   #section<T>(h: Hold, fn: (section: LockSection) => Promise<T>, signal?: AbortSignal): Promise<T> {
     if (signal?.aborted) return Promise.reject(signal.reason);
     h.busy++;
-    if (!h.held && !h.waiting) this.#acquire(h);
+    this.#request(h, 'wait');
     let started = false;
     const stop = h.held ? () => {} : this.#asking(h.name, () => started || h.held);
     const run = h.tail
@@ -179,43 +193,80 @@ export class LockHolds {
   #asking(name: string, granted: () => boolean): () => void {
     this.ask(name);
     const timer = setInterval(() => (granted() ? clearInterval(timer) : this.ask(name)), ASK_AGAIN_MS);
-    (timer as { unref?: () => void }).unref?.();
+    unref(timer);
     return () => clearInterval(timer);
   }
 
-  #acquire(h: Hold): void {
-    h.waiting = true;
-    h.granted = new Promise((resolve) => {
-      h.grant = resolve;
-    });
+  /**
+   * Asks the browser for the lock, unless held or already asked: `'wait'` queues (a section
+   * needs it), `'try'` takes it only if free and otherwise tries again in CHECK_MS.
+   */
+  #request(h: Hold, how: 'wait' | 'try'): void {
+    if (h.held || h.closed || h.asking === 'wait' || (how === 'try' && (h.asking || this.#hidden))) return;
+    h.asking = how;
     this.locks
-      .request(
-        h.name,
-        () =>
-          new Promise<void>((letGo) => {
-            h.letGo = letGo;
-            h.waiting = false;
-            h.held = true;
-            h.last = undefined;
-            h.grant();
-            if ((h.closed || this.#hidden) && h.busy === 0) return this.#yield(h);
-            for (const { onHeld } of h.holders) this.#section(h, onHeld).catch(() => undefined);
-          }),
-      )
+      .request(h.name, how === 'try' ? { ifAvailable: true } : {}, (lock) => {
+        if (h.asking === how) h.asking = undefined;
+        if (!lock) {
+          // Busy: a section waiting here queues; an idle hold tries again later.
+          if (h.busy > 0) this.#request(h, 'wait');
+          else this.#later(h);
+          return;
+        }
+        if (h.held) return; // already gained through the other request: pass this grant on
+        return new Promise<void>((letGo) => {
+          h.letGo = letGo;
+          h.held = true;
+          h.last = undefined;
+          h.grant();
+          if ((h.closed || this.#hidden) && h.busy === 0) return this.#yield(h);
+          for (const { onHeld } of h.holders) this.#section(h, onHeld).catch(() => undefined);
+        });
+      })
       .catch(() => {
         // The request failed (the page is closing): nothing is held.
-        h.held = false;
-        h.waiting = false;
+        if (h.asking === how) h.asking = undefined;
       });
   }
 
-  /** Lets the lock go (the next in line gets it) and, while callers hold it and the page shows, queues again. */
+  /** Lets the lock go (the next in line gets it); a hold still wanted tries to take it again later. */
   #yield(h: Hold): void {
     h.wanted = false;
     if (h.held) {
       h.held = false;
+      h.granted = new Promise((resolve) => {
+        h.grant = resolve;
+      });
       h.letGo();
     }
-    if (!h.closed && !this.#hidden && !h.waiting) this.#acquire(h);
+    if (!h.closed && !this.#hidden) this.#later(h);
+  }
+
+  /** Tries a busy or given-up lock again in a while. */
+  #later(h: Hold): void {
+    if (this.checkMs > 0) unref(setTimeout(() => this.#request(h, 'try'), this.checkMs));
+  }
+
+  /**
+   * Every CHECK_MS while holds exist: a lock held idle that someone waits for in the
+   * browser's queue (holds never wait there) is let go, even if its waiter never asked.
+   */
+  #check(): void {
+    if (this.#checking || this.checkMs <= 0 || typeof this.locks.query !== 'function') return;
+    this.#checking = setInterval(() => {
+      if (this.#holds.size === 0) {
+        clearInterval(this.#checking);
+        this.#checking = undefined;
+        return;
+      }
+      this.locks.query().then(
+        (snapshot) => {
+          const waited = new Set((snapshot.pending ?? []).map((lock) => lock.name));
+          for (const h of this.#holds.values()) if (h.held && h.busy === 0 && waited.has(h.name)) this.#yield(h);
+        },
+        () => undefined,
+      );
+    }, this.checkMs);
+    unref(this.#checking);
   }
 }

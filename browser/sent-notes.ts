@@ -9,9 +9,9 @@ export type NoteStorage = Pick<Storage, 'getItem' | 'setItem' | 'removeItem'>;
  * with the write, not after it: `WebLocksCoordinator.hold`). localStorage is written
  * synchronously, before the request leaves, and survives a reload or a crashed tab in the
  * frame before IndexedDB answers; the next read under the intent's lock finds the note and
- * stores the intent as sent. A note is dropped once the write has landed. Where storage is
- * missing or refuses (workers, private modes, a full quota) nothing is noted, and a crash
- * in that frame leaves the intent `ready` with its key: the next send still reuses it.
+ * stores the intent as sent. A note is dropped once a write of the call has landed. Where
+ * storage is missing or refuses (workers, private modes, a full quota) nothing is noted,
+ * and the call takes the strict path instead (its write before the first byte).
  */
 export class SentNotes {
   constructor(
@@ -19,12 +19,14 @@ export class SentNotes {
     private readonly prefix: string,
   ) {}
 
-  /** Notes `record` as sent under `lock`; returns the function that drops the note. */
-  note(lock: string, record: IntentRecord): () => void {
+  /** Notes `record` as sent under `lock`; returns the function that drops the note, or `undefined` if none could be made. */
+  note(lock: string, record: IntentRecord): (() => void) | undefined {
+    const storage = this.#storage();
     try {
-      this.#storage()?.setItem(this.prefix + lock, JSON.stringify(record));
+      if (!storage) return undefined;
+      storage.setItem(this.prefix + lock, JSON.stringify(record));
     } catch {
-      return () => {}; // a full quota: no note
+      return undefined; // a full quota, a private mode
     }
     return () => this.drop(lock, record.key);
   }

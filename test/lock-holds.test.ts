@@ -69,7 +69,7 @@ describe('WebLocksCoordinator.hold', () => {
     const section = await b!.exclusive('u1', 'pay', async (s) => s);
     expect(section?.after).toBeUndefined(); // gained for this section
     // The holder gains the lock back once the other tab is done, and reads again.
-    await expect.poll(() => hold.gains.length).toBe(2);
+    await expect.poll(() => hold.gains.length, { timeout: 5_000 }).toBe(2);
     expect(hold.gains[1]!.after).toBeUndefined();
     const mine = await a!.exclusive('u1', 'pay', async (s) => s);
     expect(mine?.after).toBe(hold.gains[1]!.id);

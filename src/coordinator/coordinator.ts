@@ -27,11 +27,12 @@ export interface IntentCoordinator {
    */
   hold?(scope: string, name: string, onHeld: (section: LockSection) => Promise<void>): () => void;
   /**
-   * Notes synchronously, where a reload finds it (localStorage), that `record` was sent
-   * before its `in_flight` write landed (a call started under a kept lock). Returns the
-   * function that drops the note once the write has landed.
+   * Notes synchronously, where a reload finds it (localStorage), that `record` is sent
+   * before its `in_flight` write lands (a call started under a kept lock). Returns the
+   * function that drops the note once a write of the call has landed, or `undefined` when
+   * no note could be made: the call then takes the strict path.
    */
-  noteSent?(record: IntentRecord): () => void;
+  noteSent?(record: IntentRecord): (() => void) | undefined;
   /** The note of a page that went away before its `in_flight` write landed, with its drop. */
   sentNote?(scope: string, name: string): { record: IntentRecord; drop: () => void } | undefined;
   /** Tells the other clients that this intent's record changed. */

@@ -72,6 +72,7 @@ export const contextOf = (h: IntentHandle, extra: ErrorContext & { sent?: boolea
  */
 async function begin(h: IntentHandle, plan: CallPlan<unknown, unknown>, lease: () => IntentLease, budget: RetryBudget) {
   const { ctx } = h;
+  await applySentNote(h);
   for (let wait = 50; ; wait = Math.min(wait * 2, 1_000)) {
     const now = ctx.now();
     let before: IntentRecord | undefined;
@@ -113,7 +114,7 @@ async function begin(h: IntentHandle, plan: CallPlan<unknown, unknown>, lease: (
       });
     if (stored) h.record = stored;
     report(h);
-    return { before: before!, stored: Promise.resolve() };
+    return { before: before!, sending: h.record, stored: Promise.resolve(), drop: () => {} };
   }
 }
 
@@ -136,19 +137,21 @@ function beginWarm(h: IntentHandle, plan: CallPlan<unknown, unknown>, lease: () 
     throw new IntentMismatchError({ ...contextOf(h), changed: changed(before.fingerprint, plan) });
   }
   const next = toInFlight(before, plan.fingerprint, ctx.now(), lease());
-  h.record = next;
+  // Without a note that survives a reload (no localStorage) the strict path is taken.
   const drop = ctx.coordinator.noteSent?.(next);
+  if (!drop) return undefined;
+  h.record = next;
   const stored = storeCall(
     ctx,
     'marking the intent in flight',
     () => ctx.store.update(h.scope, h.name, (current) => toInFlightOver(current, next)),
     contextOf(h, { sent: true }),
   ).then((record) => {
-    drop?.();
+    drop();
     if (record?.key === h.key) h.record = record;
     report(h);
   });
-  return { before, stored };
+  return { before, sending: next, stored, drop };
 }
 
 /**
@@ -192,14 +195,14 @@ function report(h: IntentHandle): void {
 async function write(
   h: IntentHandle,
   what: string,
-  next: (current: IntentRecord) => IntentRecord | undefined,
+  next: (current: IntentRecord | undefined) => IntentRecord | undefined,
   sent: boolean,
   durability: 'strict' | 'relaxed',
 ): Promise<void> {
   const stored = await storeCall(
     h.ctx,
     what,
-    () => h.ctx.store.update(h.scope, h.name, (c) => (c?.key === h.key ? next(c) : undefined), { durability }),
+    () => h.ctx.store.update(h.scope, h.name, next, { durability }),
     contextOf(h, { sent }),
   );
   if (stored?.key === h.key) h.record = stored;
@@ -220,7 +223,8 @@ export async function sendCall<V, T>(h: IntentHandle, plan: CallPlan<V, T>, sect
   let stopRenewal = () => {};
   try {
     const untyped = plan as CallPlan<unknown, unknown>;
-    const { before, stored } = warm(h, section) ? beginWarm(h, untyped, lease) : await begin(h, untyped, lease, budget);
+    const { before, sending, stored, drop } =
+      (warm(h, section) && beginWarm(h, untyped, lease)) || (await begin(h, untyped, lease, budget));
     h.section = undefined;
     // Later writes wait for the in_flight one; its failure is the settle write's to report.
     const landed = stored.catch(() => undefined);
@@ -237,14 +241,20 @@ export async function sendCall<V, T>(h: IntentHandle, plan: CallPlan<V, T>, sect
         if (n > counted) {
           // So that pending() elsewhere sees the attempts made; a lost count is harmless.
           await landed;
-          await ctx.store
-            .update(h.scope, h.name, (c) => c && withMoreAttempts(c, owner, n - counted), { durability: 'relaxed' })
-            .then(
-              () => {
-                counted = n;
-              },
-              () => undefined,
-            );
+          await storeCall(
+            ctx,
+            'counting attempts',
+            () =>
+              ctx.store.update(h.scope, h.name, (c) => c && withMoreAttempts(c, owner, n - counted), {
+                durability: 'relaxed',
+              }),
+            contextOf(h),
+          ).then(
+            () => {
+              counted = n;
+            },
+            () => undefined,
+          );
         }
         emit(h, { type: 'attempt', attempt: n, method: plan.method, url: plan.url });
         const r = await plan.attempt(n, budget.attemptTimeout(), plan.signal);
@@ -277,15 +287,23 @@ export async function sendCall<V, T>(h: IntentHandle, plan: CallPlan<V, T>, sect
     if (sent) {
       const delta = end.sent - counted;
       const status = end.last.status;
+      // Over the record as the in_flight write left it, or, if that write failed or the record
+      // was deleted or replaced by an unsent one meanwhile, over the sent record put back.
+      const settle = (c: IntentRecord | undefined) => {
+        const base = toInFlightOver(c, sending) ?? (c?.key === h.key ? c : undefined);
+        return base && toSettled(base, verdict.state, owner, delta, ctx.now(), status);
+      };
+      await write(h, 'recording the outcome', settle, true, 'relaxed');
+      drop();
+    } else {
+      drop(); // nothing left: a note saying otherwise would mark a never-sent intent in flight
       await write(
         h,
-        'recording the outcome',
-        (c) => toSettled(toInFlightOver(c, h.record) ?? c, verdict.state, owner, delta, ctx.now(), status),
-        true,
-        'relaxed',
+        'undoing an unsent call',
+        (c) => (c?.key === h.key ? toUnsent(c, before, owner) : undefined),
+        false,
+        'strict',
       );
-    } else {
-      await write(h, 'undoing an unsent call', (c) => toUnsent(c, before, owner), false, 'strict');
     }
     h.section = section?.id;
     const context = contextOf(h, { attempts: end.attempts });

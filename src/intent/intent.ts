@@ -109,6 +109,9 @@ export class Intent {
       () => ctx.store.delete(this.scope, this.name, this.key),
       contextOf(this.#h),
     );
+    // The app decided: a note that this key was sent must not bring it back over the next one.
+    const note = ctx.coordinator.sentNote?.(this.scope, this.name);
+    if (note?.record.key === this.key) note.drop();
   }
 
   /** Re-reads the stored record (another tab or process may have moved it on). */

@@ -11,11 +11,15 @@ export function newRecord(scope: string, name: string, key: string, now: number,
   return { v: 1, scope, name, key, state: 'ready', attempts: 0, createdAt: now, updatedAt: now, ttl };
 }
 
-/** About to send attempt 1: bind the fingerprint (first send only), mark in flight under the call's lease. */
+/**
+ * About to send attempt 1: bind the fingerprint (first send only), mark in flight under the
+ * call's lease. A `succeeded` intent sent again (for the server's replay: no bodies are
+ * stored) stays `succeeded`: a lost outcome write must not leave it in doubt.
+ */
 export function toInFlight(record: IntentRecord, fingerprint: string, now: number, lease: IntentLease): IntentRecord {
   return {
     ...record,
-    state: 'in_flight',
+    state: record.state === 'succeeded' ? 'succeeded' : 'in_flight',
     fingerprint: record.fingerprint ?? fingerprint,
     attempts: record.attempts + 1,
     updatedAt: now,

@@ -19,7 +19,10 @@ class MemoryLocks {
 
   request(name: string, a: LockOptions | Callback, b?: Callback): Promise<unknown> {
     const callback = (typeof a === 'function' ? a : b)!;
-    const signal = typeof a === 'function' ? undefined : a.signal;
+    const options = typeof a === 'function' ? {} : a;
+    const signal = options.signal;
+    if (options.ifAvailable && (this.#held.has(name) || this.#queues.get(name)?.length))
+      return Promise.resolve().then(() => callback(null));
     return new Promise((resolve, reject) => {
       if (signal?.aborted) return reject(signal.reason);
       const grant = () => {
@@ -40,6 +43,13 @@ class MemoryLocks {
       if (this.#held.has(name)) this.#queues.set(name, [...(this.#queues.get(name) ?? []), grant]);
       else grant();
     });
+  }
+
+  async query(): Promise<LockManagerSnapshot> {
+    const pending = [...this.#queues].flatMap(([name, queue]) =>
+      queue.map(() => ({ name, mode: 'exclusive' as const })),
+    );
+    return { held: [...this.#held].map((name) => ({ name, mode: 'exclusive' as const })), pending };
   }
 
   #next(name: string): void {
@@ -64,9 +74,14 @@ export class ModelTab implements IntentCoordinator {
 
   constructor(private readonly origin: ModelOrigin) {
     origin.tabs.add(this);
-    this.#holds = new LockHolds(origin.locks, (lock) => {
-      for (const tab of origin.tabs) if (tab !== this) tab.#holds.wanted(lock);
-    });
+    // Asks reach the holder at once here, so no retries or queue checks (timers without end in virtual time).
+    this.#holds = new LockHolds(
+      origin.locks,
+      (lock) => {
+        for (const tab of origin.tabs) if (tab !== this) tab.#holds.wanted(lock);
+      },
+      0,
+    );
   }
 
   exclusive<T>(scope: string, name: string, fn: (section?: LockSection) => Promise<T>, signal?: AbortSignal) {
@@ -77,7 +92,7 @@ export class ModelTab implements IntentCoordinator {
     return this.#holds.hold(intentId(scope, name), onHeld);
   }
 
-  noteSent(record: IntentRecord): () => void {
+  noteSent(record: IntentRecord): (() => void) | undefined {
     const id = intentId(record.scope, record.name);
     this.origin.noted++;
     this.origin.notes.set(id, { ...record });
