@@ -241,7 +241,7 @@ export function browserRows(b: BrowserResult): string[][] {
     [
       `first click on a fresh page → request leaves, useIdempotentMutation (${b.firstClick.n} pages)`,
       fmtMs(b.firstClick.hook.medianMs),
-      `p95 ${fmtMs(b.firstClick.hook.p95Ms)}; nothing warmed up (the JIT has not seen ky, the hash or the engine yet)`,
+      `p95 ${fmtMs(b.firstClick.hook.p95Ms)}; 100 ms after mount, the hook's warm-up done (one call of a client of nothing)`,
     ],
     [
       `  floor: TanStack useMutation + fetch, first click on a fresh page (${b.firstClick.n} pages)`,

@@ -181,6 +181,7 @@ try {
     );
     const bundle = JSON.parse(stdout) as {
       budget: { total: number; own: number };
+      target: { total: number; own: number };
       total: { gzip: number };
       own: { gzip: number };
       createClientOnly: { gzip: number; origins: string[] };
@@ -192,15 +193,15 @@ try {
       section: 'bundle',
       measure: 'oncely/browser + oncely/react, gzip, with dependencies',
       figure: kb(bundle.total.gzip),
-      detail: 'esbuild, minified, ESM, browser; react external',
-      target: le(bundle.total.gzip / 1024, bundle.budget.total / 1024, ' KB'),
+      detail: `esbuild, minified, ESM, browser; react external; npm test's guard ${kb(bundle.budget.total)}`,
+      target: le(bundle.total.gzip / 1024, bundle.target.total / 1024, ' KB'),
     });
     rows.push({
       section: 'bundle',
       measure: "oncely's own code, gzip",
       figure: kb(bundle.own.gzip),
-      detail: 'the same with every dependency external',
-      target: le(bundle.own.gzip / 1024, bundle.budget.own / 1024, ' KB'),
+      detail: `the same with every dependency external; npm test's guard ${kb(bundle.budget.own)}`,
+      target: le(bundle.own.gzip / 1024, bundle.target.own / 1024, ' KB'),
     });
     rows.push({
       section: 'bundle',

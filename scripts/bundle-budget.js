@@ -123,6 +123,7 @@ export async function measure() {
 
   return {
     budget: BUDGET,
+    target: TARGET,
     total: { bytes: full.bytes, gzip: full.gzip },
     own: { bytes: own.bytes, gzip: own.gzip },
     origins,

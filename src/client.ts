@@ -1,5 +1,5 @@
 import ky, { type Options as KyOptions } from 'ky';
-import { coordinatorFor, type IntentCoordinator } from './coordinator/coordinator.js';
+import { coordinatorFor, type IntentCoordinator, LocalCoordinator } from './coordinator/coordinator.js';
 import { InvalidArgumentError, InvalidKeyError } from './errors.js';
 import { type ClientStats, EventHub, type EventOf, type OncelyEvent, type OncelyEventType } from './events.js';
 import type { ClientContext } from './intent/context.js';
@@ -11,6 +11,7 @@ import { newRecord } from './intent/transitions.js';
 import type { Profile } from './profiles/profiles.js';
 import { type ProfileName, resolveProfile } from './profiles/registry.js';
 import { checkMs, type RetryOptions, resolveRetryOptions } from './retry/policy.js';
+import { MemoryStore } from './store/memory-store.js';
 import { PENDING_STATES, pastRetention } from './store/record-rules.js';
 import type { IntentRecord, IntentState, ObservableStore, Store } from './store/store.js';
 
@@ -153,6 +154,32 @@ const ms = (value: unknown, name: string, fallback: number): number =>
   value === undefined ? fallback : checkMs(value, name, true);
 
 /** Creates a client. See {@link ClientOptions}. */
+let warmed = false;
+
+/**
+ * One call through a client of nothing (memory store, a fetch that answers at once; none
+ * of the app's hooks, headers or fetch): a page's first click then finds the request path
+ * (ky, the body's serialisation, the hash, the engine) compiled, instead of compiling it
+ * before its request leaves (about 6 ms in Chromium here). Once per page.
+ */
+function warmUp(): void {
+  if (warmed) return;
+  warmed = true;
+  const answer = () => new Response('{}', { status: 200, headers: { 'content-type': 'application/json' } });
+  const client = createClient({
+    baseUrl: 'http://warm-up.invalid/',
+    store: new MemoryStore(),
+    coordinator: new LocalCoordinator(),
+    fetch: async () => answer(),
+    retry: { maxAttempts: 1 },
+  });
+  client
+    .intent('warm-up')
+    .then((intent) => intent.post('warm-up', { json: { warm: [1, 'up'] } }))
+    .catch(() => undefined)
+    .finally(() => client.close());
+}
+
 export function createClient(options: ClientOptions): Client {
   if (typeof options?.baseUrl !== 'string' || !URL.canParse(options.baseUrl))
     throw new InvalidArgumentError(`createClient needs an absolute baseUrl, got ${JSON.stringify(options?.baseUrl)}.`);
@@ -192,6 +219,7 @@ export function createClient(options: ClientOptions): Client {
     storeTimeout: ms(options.storeTimeout, 'storeTimeout', 10_000),
     leaseTtl: ms(options.leaseTtl, 'leaseTtl', 15_000),
     inflight: new Map(),
+    warmUp,
   };
   if (options.onEvent) hub.on('*', options.onEvent);
   const unsubscribes = [

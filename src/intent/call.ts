@@ -101,10 +101,7 @@ async function begin(h: IntentHandle, plan: CallPlan<unknown, unknown>, lease: (
       continue;
     }
     if (refusal === 'gone') throw new IntentGoneError(contextOf(h));
-    if (refusal === 'mismatch') {
-      emit(h, { type: 'mismatch', source: 'local' });
-      throw new IntentMismatchError({ ...contextOf(h), changed: changed(before!.fingerprint!, plan) });
-    }
+    if (refusal === 'mismatch') mismatch(h, before!.fingerprint!, plan);
     if (refusal)
       throw new IntentExpiredError({
         ...contextOf(h),
@@ -126,16 +123,15 @@ async function begin(h: IntentHandle, plan: CallPlan<unknown, unknown>, lease: (
  * frame). The `in_flight` write goes out together with the first attempt; every later
  * write waits for it. What writes without the lock (claims, resets, `clear()`, sweeps) can
  * only have deleted the record or put another unsent one in its place: the write then
- * puts this sent intent back (a sent intent is never forgotten). A crash before it lands
- * leaves the record `ready` with its key, which the next send reuses.
+ * puts this sent intent back (a sent intent is never forgotten). Before anything, the
+ * coordinator notes the sent record where a reload finds it (localStorage); without such a
+ * note this path is not taken (`undefined`).
  */
 function beginWarm(h: IntentHandle, plan: CallPlan<unknown, unknown>, lease: () => IntentLease) {
   const { ctx } = h;
   const before = h.record;
-  if (before.fingerprint !== undefined && changed(before.fingerprint, plan).length) {
-    emit(h, { type: 'mismatch', source: 'local' });
-    throw new IntentMismatchError({ ...contextOf(h), changed: changed(before.fingerprint, plan) });
-  }
+  if (before.fingerprint !== undefined && changed(before.fingerprint, plan).length)
+    mismatch(h, before.fingerprint, plan);
   const next = toInFlight(before, plan.fingerprint, ctx.now(), lease());
   // Without a note that survives a reload (no localStorage) the strict path is taken.
   const drop = ctx.coordinator.noteSent?.(next);
@@ -184,6 +180,12 @@ const warm = (h: IntentHandle, section: LockSection | undefined) =>
 
 const changed = (stored: string, plan: CallPlan<unknown, unknown>) =>
   changedParts(stored, plan.fingerprint, plan.legacyFingerprint);
+
+/** This request is not the one the intent was sent with: the client-side 422. */
+function mismatch(h: IntentHandle, stored: string, plan: CallPlan<unknown, unknown>): never {
+  emit(h, { type: 'mismatch', source: 'local' });
+  throw new IntentMismatchError({ ...contextOf(h), changed: changed(stored, plan) });
+}
 
 function report(h: IntentHandle): void {
   const { hub, coordinator } = h.ctx;

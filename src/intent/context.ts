@@ -33,4 +33,6 @@ export interface ClientContext {
   leaseTtl: number;
   /** Calls in flight in this client, per intent: a second identical call joins the first. */
   inflight: Map<string, { fingerprint: string; promise: Promise<unknown> }>;
+  /** Compiles the request path once per page, off the network (`intent.hold()` starts it). */
+  warmUp: () => void;
 }

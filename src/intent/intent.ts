@@ -137,10 +137,12 @@ export class Intent {
    * coordinator that can hold (Node, no Web Locks) it does nothing.
    */
   hold(): () => void {
-    const { coordinator } = this.#h.ctx;
-    return (
-      coordinator.hold?.(this.scope, this.name, async (section) => void (await this.#readIn(section))) ?? (() => {})
-    );
+    const { coordinator, warmUp } = this.#h.ctx;
+    const onHeld = async (section: LockSection) => {
+      await this.#readIn(section);
+      setTimeout(warmUp, 0);
+    };
+    return coordinator.hold?.(this.scope, this.name, onHeld) ?? (() => {});
   }
 
   /** Re-reads the record; in a lock section, notes the section for the next call (see `hold`). */
