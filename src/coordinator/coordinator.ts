@@ -35,6 +35,8 @@ export interface IntentCoordinator {
   noteSent?(record: IntentRecord): (() => void) | undefined;
   /** The note of a page that went away before its `in_flight` write landed, with its drop. */
   sentNote?(scope: string, name: string): { record: IntentRecord; drop: () => void } | undefined;
+  /** Drops every note of `scope` (`client.clear()`, on logout). */
+  clearNotes?(scope: string): void;
   /** Tells the other clients that this intent's record changed. */
   publish(record: IntentRecord): void;
   /** Hears records published by other clients. Returns an unsubscribe function. */

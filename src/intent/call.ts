@@ -87,8 +87,8 @@ async function begin(h: IntentHandle, plan: CallPlan<unknown, unknown>, lease: (
           else if (current.fingerprint !== undefined && changed(current.fingerprint, plan).length) refusal = 'mismatch';
           else if (SENT_STATES.includes(current.state) && current.createdAt > now + CLOCK_SKEW) refusal = 'clock';
           else if (SENT_STATES.includes(current.state) && pastRetention(current, now, ctx.keyTtl)) refusal = 'expired';
-          else if (!ctx.coordinator.coversStore && current.state === 'in_flight' && !isStale(current.lease, now))
-            refusal = 'busy';
+          // A live lease of another client, whatever the state (a succeeded intent sent again stays succeeded).
+          else if (!ctx.coordinator.coversStore && current.lease && !isStale(current.lease, now)) refusal = 'busy';
           else refusal = undefined;
           return refusal || !current ? undefined : toInFlight(current, plan.fingerprint, now, lease());
         }),
@@ -111,7 +111,7 @@ async function begin(h: IntentHandle, plan: CallPlan<unknown, unknown>, lease: (
       });
     if (stored) h.record = stored;
     report(h);
-    return { before: before!, sending: h.record, stored: Promise.resolve(), drop: () => {} };
+    return { before: before!, warm: false, stored: Promise.resolve(), drop: () => {} };
   }
 }
 
@@ -147,7 +147,7 @@ function beginWarm(h: IntentHandle, plan: CallPlan<unknown, unknown>, lease: () 
     if (record?.key === h.key) h.record = record;
     report(h);
   });
-  return { before, sending: next, stored, drop };
+  return { before, warm: true, stored, drop };
 }
 
 /**
@@ -158,10 +158,13 @@ export async function applySentNote(h: IntentHandle): Promise<void> {
   const { ctx } = h;
   const note = ctx.coordinator.sentNote?.(h.scope, h.name);
   if (!note) return;
+  const { record } = note;
+  // A note that is not of this intent, in flight, is garbage: dropped, never stored.
+  if (record.scope !== h.scope || record.name !== h.name || record.state !== 'in_flight') return note.drop();
   const stored = await storeCall(
     ctx,
     'storing an intent sent before a reload',
-    () => ctx.store.update(h.scope, h.name, (current) => toInFlightOver(current, note.record)),
+    () => ctx.store.update(h.scope, h.name, (current) => toInFlightOver(current, record)),
     contextOf(h, { sent: true }),
   );
   note.drop();
@@ -225,8 +228,13 @@ export async function sendCall<V, T>(h: IntentHandle, plan: CallPlan<V, T>, sect
   let stopRenewal = () => {};
   try {
     const untyped = plan as CallPlan<unknown, unknown>;
-    const { before, sending, stored, drop } =
-      (warm(h, section) && beginWarm(h, untyped, lease)) || (await begin(h, untyped, lease, budget));
+    const {
+      before,
+      warm: sentWarm,
+      stored,
+      drop,
+    } = (warm(h, section) && beginWarm(h, untyped, lease)) || (await begin(h, untyped, lease, budget));
+    const sending = h.record;
     h.section = undefined;
     // Later writes wait for the in_flight one; its failure is the settle write's to report.
     const landed = stored.catch(() => undefined);
@@ -289,10 +297,17 @@ export async function sendCall<V, T>(h: IntentHandle, plan: CallPlan<V, T>, sect
     if (sent) {
       const delta = end.sent - counted;
       const status = end.last.status;
-      // Over the record as the in_flight write left it, or, if that write failed or the record
-      // was deleted or replaced by an unsent one meanwhile, over the sent record put back.
+      // Over the record as the in_flight write left it. A call started under a kept lock
+      // (whose in_flight write may not have landed) also goes over a record deleted or
+      // replaced by an unsent one meanwhile, putting the sent intent back; a strict call's
+      // record was stored sent before the first byte, so whoever deleted or replaced it since
+      // saw it sent (a reset after success, a clear on logout) and is not overruled.
       const settle = (c: IntentRecord | undefined) => {
-        const base = toInFlightOver(c, sending) ?? (c?.key === h.key ? c : undefined);
+        const base = sentWarm
+          ? (toInFlightOver(c, sending) ?? (c?.key === h.key ? c : undefined))
+          : c?.key === h.key
+            ? c
+            : undefined;
         return base && toSettled(base, verdict.state, owner, delta, ctx.now(), status);
       };
       await write(h, 'recording the outcome', settle, true, 'relaxed');

@@ -6,7 +6,7 @@
  * `getState()`.
  */
 import type { Client } from '../client.js';
-import { OncelyError, OutcomeUnknownError } from '../errors.js';
+import { IntentGoneError, OncelyError, OutcomeUnknownError } from '../errors.js';
 import type { Intent, IntentResponse, RunContext } from '../intent/intent.js';
 import type { IntentRecord } from '../store/store.js';
 import {
@@ -336,6 +336,12 @@ export class IdempotentMutationObserver<T = unknown, V = void> {
         status = record.state === 'in_flight' ? 'unknown' : STATUS_OF[record.state];
       const attempts = error instanceof OncelyError ? error.attempts : this.#state.attempts;
       this.#dispatch({ type: 'error', error, status, attempts, record });
+      if (error instanceof IntentGoneError) {
+        // Another key holds the intent now (a sent one put back, a reset elsewhere): adopt it.
+        this.#claim = undefined;
+        this.#letGo();
+        if (this.#listeners.size > 0) void this.#load();
+      }
       // State first, then the callback: a throwing callback cannot change the state.
       this.#options.onError?.(error, variables);
       throw error;

@@ -56,6 +56,10 @@ class NoteMap {
   getItem = (name: string) => this.map.get(name) ?? null;
   setItem = (name: string, value: string) => void this.map.set(name, value);
   removeItem = (name: string) => void this.map.delete(name);
+  key = (i: number) => [...this.map.keys()][i] ?? null;
+  get length() {
+    return this.map.size;
+  }
 }
 
 let channels = 0;
