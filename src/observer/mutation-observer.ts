@@ -171,8 +171,7 @@ export class IdempotentMutationObserver<T = unknown, V = void> {
     if (!force && (state === 'in_flight' || state === 'unknown'))
       throw this.#refusal(state === 'unknown' ? 'its outcome is unknown' : 'it is being sent (maybe in another tab)');
     await intent.reset();
-    this.#claim = undefined;
-    this.#letGo();
+    this.#forgetClaim();
     this.#dispatch({ type: 'forgotten' });
     const next = await this.#intent();
     this.#hold(next);
@@ -285,6 +284,12 @@ export class IdempotentMutationObserver<T = unknown, V = void> {
     this.#held = { intent, release: intent.hold() };
   }
 
+  /** Drops the claimed intent (and its lock): the next use claims again. */
+  #forgetClaim(): void {
+    this.#claim = undefined;
+    this.#letGo();
+  }
+
   #letGo(): void {
     this.#held?.release();
     this.#held = undefined;
@@ -318,15 +323,26 @@ export class IdempotentMutationObserver<T = unknown, V = void> {
     let intent: Intent | undefined;
     let data: T;
     try {
-      intent = await this.#intent();
       const { request, mutationFn } = this.#options;
       const { signal } = controller;
       let replayed: boolean | undefined;
       let attempts = 0;
-      if (request) ({ data, replayed, attempts } = await request(variables, { intent, signal }));
-      else {
-        data = await intent.run((ctx) => mutationFn(variables, ctx), { signal });
-        attempts = this.#state.attempts;
+      for (let again = true; ; again = false) {
+        intent = await this.#intent();
+        if (!again) this.#hold(intent);
+        try {
+          if (request) ({ data, replayed, attempts } = await request(variables, { intent, signal }));
+          else {
+            data = await intent.run((ctx) => mutationFn(variables, ctx), { signal });
+            attempts = this.#state.attempts;
+          }
+          break;
+        } catch (error) {
+          // Refused before sending: another key holds the intent now (a sent one put back over
+          // this unsent one). Claim again, once, and send under the key the store holds.
+          if (!again || !(error instanceof IntentGoneError)) throw error;
+          this.#forgetClaim();
+        }
       }
       this.#dispatch({ type: 'success', data, replayed, attempts, record: intent.record });
     } catch (error) {
@@ -337,9 +353,8 @@ export class IdempotentMutationObserver<T = unknown, V = void> {
       const attempts = error instanceof OncelyError ? error.attempts : this.#state.attempts;
       this.#dispatch({ type: 'error', error, status, attempts, record });
       if (error instanceof IntentGoneError) {
-        // Another key holds the intent now (a sent one put back, a reset elsewhere): adopt it.
-        this.#claim = undefined;
-        this.#letGo();
+        // Gone again (a reset elsewhere): show what the store holds now.
+        this.#forgetClaim();
         if (this.#listeners.size > 0) void this.#load();
       }
       // State first, then the callback: a throwing callback cannot change the state.
