@@ -14,6 +14,8 @@ export class GatedStore extends MemoryStore {
   #gate: Promise<void> = Promise.resolve();
   #open = () => {};
   failNext = 0;
+  /** Log the last characters of each stored key (`stored in_flight 3f2a`). */
+  logKeys = true;
   /** Runs before each update (to interleave other writers). */
   beforeUpdate: (() => Promise<void> | void) | undefined;
   deleteGate: Promise<void> | undefined;
@@ -36,17 +38,17 @@ export class GatedStore extends MemoryStore {
     await this.beforeUpdate?.();
     if (this.failNext > 0) {
       this.failNext--;
-      this.log.push('update failed');
+      if (this.logKeys) this.log.push('update failed');
       throw new Error('disk full');
     }
     const stored = await super.update(scope, name, updater);
-    this.log.push(`stored ${stored?.state ?? 'nothing'}${stored ? ` ${stored.key.slice(-4)}` : ''}`);
+    this.log.push(`stored ${stored?.state ?? 'nothing'}${stored && this.logKeys ? ` ${stored.key.slice(-4)}` : ''}`);
     return stored;
   }
   override async delete(scope: string, name: string, key?: string) {
     if (this.deleteGate) await this.deleteGate;
     await super.delete(scope, name, key);
-    this.log.push('deleted');
+    if (this.logKeys) this.log.push('deleted');
   }
 }
 

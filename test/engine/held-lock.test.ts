@@ -8,59 +8,16 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { WebLocksCoordinator } from '../../browser/cross-tab.js';
-import { type Client, createClient, IntentGoneError, MemoryStore, StoreError } from '../../src/index.js';
+import { type Client, createClient, IntentGoneError, StoreError } from '../../src/index.js';
 import { intentId } from '../../src/store/record-rules.js';
-import type { IntentRecord, RecordUpdater } from '../../src/store/store.js';
+import type { IntentRecord } from '../../src/store/store.js';
+import { GatedStore, NoteMap } from '../adversarial/harness.js';
 import { type Reply, type WireServer, wireServer } from '../helpers/wire-server.js';
 
 const closing: (() => unknown)[] = [];
 afterEach(async () => {
   for (const close of closing.splice(0).reverse()) await close();
 });
-
-/** A MemoryStore whose writes can be held back (the frame IndexedDB waits after a click) or failed. */
-class GatedStore extends MemoryStore {
-  log: string[];
-  #gate: Promise<void> = Promise.resolve();
-  #open = () => {};
-  failNext = 0;
-  constructor(log: string[]) {
-    super();
-    this.log = log;
-  }
-  holdWrites() {
-    const opened = new Promise<void>((resolve) => {
-      this.#open = resolve;
-    });
-    this.#gate = opened;
-  }
-  releaseWrites() {
-    this.#open();
-    this.#gate = Promise.resolve();
-  }
-  override async update(scope: string, name: string, updater: RecordUpdater) {
-    await this.#gate;
-    if (this.failNext > 0) {
-      this.failNext--;
-      throw new Error('disk full');
-    }
-    const stored = await super.update(scope, name, updater);
-    this.log.push(`stored ${stored?.state ?? 'nothing'}`);
-    return stored;
-  }
-}
-
-/** localStorage as the notes of sent intents see it. */
-class NoteMap {
-  readonly map = new Map<string, string>();
-  getItem = (name: string) => this.map.get(name) ?? null;
-  setItem = (name: string, value: string) => void this.map.set(name, value);
-  removeItem = (name: string) => void this.map.delete(name);
-  key = (i: number) => [...this.map.keys()][i] ?? null;
-  get length() {
-    return this.map.size;
-  }
-}
 
 let channels = 0;
 async function setup(handler: (n: number) => Reply = () => ({ status: 201, body: { id: 'pay_1' } })) {
@@ -71,6 +28,7 @@ async function setup(handler: (n: number) => Reply = () => ({ status: 201, body:
   });
   closing.push(() => server.close());
   const store = new GatedStore(log);
+  store.logKeys = false;
   const notes = new NoteMap();
   const channel = `oncely-held-${process.pid}-${channels++}`;
   const tab = (): Client => {
