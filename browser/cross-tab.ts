@@ -104,7 +104,8 @@ export class WebLocksCoordinator implements IntentCoordinator {
   /**
    * Keeps the lock of (scope, name) while no section runs, so that the next call starts
    * without asking the browser (whose answer after a click waits for the next frame). It
-   * goes to another tab that asks, as soon as idle, and is queued for again. `onHeld` runs
+   * goes to another tab that asks (or waits in the browser's queue) as soon as idle, and is
+   * taken again once free. `onHeld` runs
    * as the first section each time it is gained. Without Web Locks this does nothing.
    */
   hold(scope: string, name: string, onHeld: (section: LockSection) => Promise<void>): () => void {

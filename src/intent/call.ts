@@ -303,11 +303,8 @@ export async function sendCall<V, T>(h: IntentHandle, plan: CallPlan<V, T>, sect
       // record was stored sent before the first byte, so whoever deleted or replaced it since
       // saw it sent (a reset after success, a clear on logout) and is not overruled.
       const settle = (c: IntentRecord | undefined) => {
-        const base = sentWarm
-          ? (toInFlightOver(c, sending) ?? (c?.key === h.key ? c : undefined))
-          : c?.key === h.key
-            ? c
-            : undefined;
+        const own = c?.key === h.key ? c : undefined;
+        const base = (sentWarm && toInFlightOver(c, sending)) || own;
         return base && toSettled(base, verdict.state, owner, delta, ctx.now(), status);
       };
       await write(h, 'recording the outcome', settle, true, 'relaxed');
