@@ -7,10 +7,11 @@ import {
   readSlot,
 } from '../src/store/corrupt-records.js';
 import { StoreListeners } from '../src/store/listeners.js';
-import { isSweepable } from '../src/store/record-rules.js';
+import { isPending, isSweepable } from '../src/store/record-rules.js';
 import { parseRecord, validRecord } from '../src/store/record-schema.js';
 import type {
   ClaimResult,
+  DeleteOptions,
   IntentRecord,
   IntentState,
   ObservableStore,
@@ -139,14 +140,17 @@ export class IdbStore implements Store, ObservableStore {
     });
   }
 
-  async delete(scope: string, name: string, key?: string): Promise<void> {
+  async delete(scope: string, name: string, key?: string, options: DeleteOptions = {}): Promise<void> {
     const id = recordKey(scope, name);
-    if (key === undefined) return del(id, this.#db.use);
+    const keep = options.keepPending;
+    if (key === undefined && keep === undefined) return del(id, this.#db.use);
     return this.#run<void>('readwrite', (store, tx) => {
       const request = store.get(id);
       request.onsuccess = tx.guard(() => {
         const parsed = parseRecord(request.result);
-        if ('record' in parsed && parsed.record.key === key) store.delete(id);
+        if (!('record' in parsed)) return;
+        if ((key === undefined || parsed.record.key === key) && (keep === undefined || !isPending(parsed.record, keep)))
+          store.delete(id);
       });
     });
   }
@@ -173,10 +177,23 @@ export class IdbStore implements Store, ObservableStore {
     return states ? records.filter((record) => states.includes(record.state)) : records;
   }
 
-  async clear(scope: string): Promise<void> {
-    return this.#run<void>('readwrite', (store) => {
-      store.delete(scopeRange(scope));
-      store.delete(quarantineScopeRange(scope));
+  /** With `keepPending`, only the settled and unsent intents (one cursor walk), quarantine kept. */
+  async clear(scope: string, options: DeleteOptions = {}): Promise<void> {
+    const keep = options.keepPending;
+    return this.#run<void>('readwrite', (store, tx) => {
+      if (keep === undefined) {
+        store.delete(scopeRange(scope));
+        store.delete(quarantineScopeRange(scope));
+        return;
+      }
+      const walk = store.openCursor(scopeRange(scope));
+      walk.onsuccess = tx.guard(() => {
+        const cursor = walk.result;
+        if (!cursor) return;
+        const parsed = parseRecord(cursor.value);
+        if ('record' in parsed && !isPending(parsed.record, keep)) cursor.delete();
+        cursor.continue();
+      });
     });
   }
 

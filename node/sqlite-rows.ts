@@ -63,6 +63,7 @@ export class IntentRows {
   readonly #listStates;
   readonly #sweepable;
   readonly #clear;
+  readonly #clearSettled;
   readonly #quarantine;
   readonly #quarantined;
   readonly #quarantinedOf;
@@ -87,6 +88,10 @@ export class IntentRows {
       'SELECT name, record FROM intents WHERE scope = ? AND state = ? AND sweep_at < ? ORDER BY sweep_at LIMIT ?',
     );
     this.#clear = db.prepare('DELETE FROM intents WHERE scope = ?');
+    this.#clearSettled = db.prepare(
+      `DELETE FROM intents WHERE scope = ? AND state NOT IN ('in_flight', 'unknown', 'blocked')
+         AND COALESCE(json_extract(record, '$.lease.until'), 0) <= ?`,
+    );
     this.#quarantine = db.prepare(
       'INSERT INTO quarantine (scope, name, reason, at, salvaged_key, value) VALUES (?, ?, ?, ?, ?, ?)',
     );
@@ -126,7 +131,12 @@ export class IntentRows {
     return this.#sweepable.all(scope, state, now, limit).map((row) => stored(String(row.name), row.record));
   }
 
-  clear(scope: string): void {
+  /** With `keepPending` (a time), only rows that are not pending then (see `isPending`), and no quarantine. */
+  clear(scope: string, keepPending?: number): void {
+    if (keepPending !== undefined) {
+      this.#clearSettled.run(scope, keepPending);
+      return;
+    }
     this.#clear.run(scope);
     this.#clearQuarantine.run(scope);
   }

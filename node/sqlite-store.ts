@@ -2,11 +2,12 @@ import path from 'node:path';
 import { OncelyError, StoreError } from '../src/errors.js';
 import { corruptRecordError, type QuarantineMarker, readSlot } from '../src/store/corrupt-records.js';
 import { StoreListeners } from '../src/store/listeners.js';
-import { isSweepable, SWEEPABLE_STATES } from '../src/store/record-rules.js';
+import { isPending, isSweepable, SWEEPABLE_STATES } from '../src/store/record-rules.js';
 import { parseRecord, validRecord } from '../src/store/record-schema.js';
 import type {
   ClaimOptions,
   ClaimResult,
+  DeleteOptions,
   IntentRecord,
   IntentState,
   ObservableStore,
@@ -179,9 +180,18 @@ export class SqliteStore implements Store, ObservableStore {
     });
   }
 
-  async delete(scope: string, name: string, key?: string): Promise<void> {
+  async delete(scope: string, name: string, key?: string, options: DeleteOptions = {}): Promise<void> {
     const o = await this.#ready();
     await this.#write(o, {}, () => {
+      const keep = options.keepPending;
+      if (keep !== undefined) {
+        const parsed = parseRecord(o.rows.read(scope, name)?.value);
+        // Not a readable record (a quarantine marker) is kept too: its key may have been sent.
+        if (!('record' in parsed) || isPending(parsed.record, keep) || (key !== undefined && parsed.record.key !== key))
+          return;
+        o.rows.remove(scope, name);
+        return;
+      }
       if (key === undefined) {
         o.rows.remove(scope, name);
         if (o.legacyBlocked > 0) o.legacyDelete.run(legacyId(scope, name));
@@ -212,10 +222,10 @@ export class SqliteStore implements Store, ObservableStore {
     return records;
   }
 
-  /** Removes the scope's intents and its quarantined records. */
-  async clear(scope: string): Promise<void> {
+  /** Removes the scope's intents and its quarantined records (with `keepPending`, only settled and unsent intents). */
+  async clear(scope: string, options: DeleteOptions = {}): Promise<void> {
     const o = await this.#ready();
-    await this.#write(o, {}, () => o.rows.clear(scope));
+    await this.#write(o, {}, () => o.rows.clear(scope, options.keepPending));
   }
 
   /**

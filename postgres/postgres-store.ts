@@ -4,6 +4,7 @@ import { validRecord } from '../src/store/record-schema.js';
 import type {
   ClaimOptions,
   ClaimResult,
+  DeleteOptions,
   IntentRecord,
   IntentState,
   RecordUpdater,
@@ -39,6 +40,8 @@ export interface PostgresStoreOptions {
 }
 
 const SWEEP_BATCH = 1_000;
+/** Rows `isPending` would not keep at time $4: settled or never sent, under no live lease. */
+const SETTLED = `state NOT IN ('in_flight', 'unknown') AND (lease_until IS NULL OR lease_until <= $4)`;
 const SWEEPABLE = `state IN (${SWEEPABLE_STATES.map((s) => `'${s}'`).join(', ')})`;
 /** Makes the statement's own transaction commit without waiting for the WAL flush. */
 const RELAXED = `set_config('synchronous_commit', 'off', true)`;
@@ -192,20 +195,27 @@ export class PostgresStore implements Store {
     throw new StoreError('PostgresStore: an update kept losing to concurrent writers.', context);
   }
 
-  async delete(scope: string, name: string, key?: string): Promise<void> {
+  async delete(scope: string, name: string, key?: string, options: DeleteOptions = {}): Promise<void> {
     this.#versions.delete(intentId(scope, name));
+    const keep = options.keepPending;
     await this.query(
-      key === undefined
+      keep !== undefined
         ? {
-            name: 'oncely_delete',
-            text: 'DELETE FROM oncely_intents WHERE scope = $1 AND name = $2',
-            values: [scope, name],
+            name: 'oncely_delete_settled',
+            text: `DELETE FROM oncely_intents WHERE scope = $1 AND name = $2 AND ($3::text IS NULL OR key = $3) AND ${SETTLED}`,
+            values: [scope, name, key ?? null, keep],
           }
-        : {
-            name: 'oncely_delete_key',
-            text: 'DELETE FROM oncely_intents WHERE scope = $1 AND name = $2 AND key = $3',
-            values: [scope, name, key],
-          },
+        : key === undefined
+          ? {
+              name: 'oncely_delete',
+              text: 'DELETE FROM oncely_intents WHERE scope = $1 AND name = $2',
+              values: [scope, name],
+            }
+          : {
+              name: 'oncely_delete_key',
+              text: 'DELETE FROM oncely_intents WHERE scope = $1 AND name = $2 AND key = $3',
+              values: [scope, name, key],
+            },
       'delete an intent',
       { scope, intent: name },
     );
@@ -230,14 +240,15 @@ export class PostgresStore implements Store {
   }
 
   /** Deletes in bounded batches, so that no single statement holds many row locks for long. */
-  async clear(scope: string): Promise<void> {
+  async clear(scope: string, options: DeleteOptions = {}): Promise<void> {
+    const keep = options.keepPending;
     for (const [id, stored] of this.#versions) if (stored.record.scope === scope) this.#versions.delete(id);
     for (;;) {
       const result = await this.query(
         {
-          text: `WITH batch AS MATERIALIZED (SELECT name FROM oncely_intents WHERE scope = $1 LIMIT ${SWEEP_BATCH} FOR UPDATE)
+          text: `WITH batch AS MATERIALIZED (SELECT name FROM oncely_intents WHERE scope = $1${keep === undefined ? '' : ` AND ${SETTLED.replaceAll('$4', '$2')}`} LIMIT ${SWEEP_BATCH} FOR UPDATE)
                  DELETE FROM oncely_intents t USING batch WHERE t.scope = $1 AND t.name = batch.name`,
-          values: [scope],
+          values: keep === undefined ? [scope] : [scope, keep],
         },
         'clear a scope',
         { scope },

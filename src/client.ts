@@ -1,6 +1,6 @@
 import ky, { type Options as KyOptions } from 'ky';
 import { coordinatorFor, type IntentCoordinator, LocalCoordinator } from './coordinator/coordinator.js';
-import { InvalidArgumentError, InvalidKeyError } from './errors.js';
+import { IntentPendingError, InvalidArgumentError, InvalidKeyError } from './errors.js';
 import { type ClientStats, EventHub, type EventOf, type OncelyEvent, type OncelyEventType } from './events.js';
 import type { ClientContext } from './intent/context.js';
 import { Intent } from './intent/intent.js';
@@ -12,7 +12,7 @@ import type { Profile } from './profiles/profiles.js';
 import { type ProfileName, resolveProfile } from './profiles/registry.js';
 import { checkMs, type RetryOptions, resolveRetryOptions } from './retry/policy.js';
 import { MemoryStore } from './store/memory-store.js';
-import { PENDING_STATES, pastRetention } from './store/record-rules.js';
+import { isPending, PENDING_STATES, pastRetention } from './store/record-rules.js';
 import type { IntentRecord, IntentState, ObservableStore, Store } from './store/store.js';
 
 export interface ClientOptions {
@@ -129,8 +129,13 @@ export interface Client {
   intent(name: string, options?: IntentOptions): Promise<Intent>;
   /** Intents whose outcome is not known yet (`in_flight`, `unknown`): resume or reconcile them. */
   pending(): Promise<PendingIntent[]>;
-  /** Removes every intent of this client's scope (on logout). */
-  clear(): Promise<void>;
+  /**
+   * Removes every intent of this client's scope (on logout). Refuses with
+   * `IntentPendingError`, removing nothing, while an intent's request may have taken effect
+   * unanswered (`in_flight`, `unknown`, or sent right now by another client or process):
+   * resume or reconcile those first, or pass `{ force: true }` to drop them too.
+   */
+  clear(options?: { force?: boolean }): Promise<void>;
   /** Forgets this scope's completed and never-sent intents past their retention. Resolves with how many. */
   sweep(): Promise<number>;
   on<T extends OncelyEventType | '*'>(
@@ -288,11 +293,18 @@ export function createClient(options: ClientOptions): Client {
         expired: pastRetention(r, t, ctx.keyTtl),
       }));
     },
-    clear: () =>
-      guarded('clearing the scope', async () => {
-        await store.clear(scope);
-        coordinator.clearNotes?.(scope); // notes of sent intents go with them
-      }),
+    async clear(clearOptions = {}) {
+      const force = clearOptions.force === true;
+      if (!force) {
+        const t = now();
+        const records = await guarded('listing intents', () => store.list(scope));
+        const names = records.filter((r) => isPending(r, t)).map((r) => r.name);
+        if (names.length > 0) throw new IntentPendingError({ scope, names });
+      }
+      // Pending ones are kept by the store too: one may have been sent since the list.
+      await guarded('clearing the scope', () => store.clear(scope, force ? {} : { keepPending: now() }));
+      if (force) coordinator.clearNotes?.(scope); // notes of sent intents go with them
+    },
     sweep,
     on: (type, listener) => hub.on(type, listener),
     async close() {

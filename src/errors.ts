@@ -15,6 +15,7 @@ export type OncelyErrorCode =
   | 'INVALID_KEY'
   | 'INVALID_ARGUMENT'
   | 'CORRUPT_RECORD'
+  | 'INTENT_PENDING'
   | 'STORE_FAILED';
 
 /** What every oncely error says about the intent it concerns. */
@@ -26,6 +27,8 @@ export interface ErrorContext {
   scope?: string;
   /** Attempts sent for this call before the error. */
   attempts?: number;
+  /** An attempt of this call may have reached a server (each class has its default). */
+  sent?: boolean;
   cause?: unknown;
 }
 
@@ -73,9 +76,22 @@ const MESSAGES: { [code in OncelyErrorCode]?: Template } = {
   RESPONSE_VALIDATION: (i, _, d) =>
     `The response to intent "${i}" did not match the schema (HTTP ${d}). The request succeeded on the server; the intent is kept as succeeded with its key.`,
   INVALID_KEY: (_, __, d) => `Invalid idempotency key: ${d}. ${NOTHING}`,
+  INTENT_PENDING: (i, _, d) =>
+    `${i ? `Intent "${i}" is` : `Intents ${d} are`} in flight or of unknown outcome: a request may have taken effect under ${i ? 'its key' : 'their keys'}, so ${i ? 'it is' : 'they are'} not forgotten. Resume ${i ? 'it' : 'them'} (send the same request under the same name) or reconcile with the server, then reset; pass \`{ force: true }\` to drop ${i ? 'it' : 'them'} anyway.`,
   CORRUPT_RECORD: (i, _, d) =>
     `The stored record of intent "${i}" is corrupt (${d}), so nothing was sent and no new key was minted: the old key may already have been used. Reconcile the operation with the server, then delete the intent to form it again.`,
 };
+
+/** The codes whose errors always follow an attempt that may have reached a server. */
+const SENT_CODES: readonly OncelyErrorCode[] = [
+  'KEY_REUSED',
+  'OUTCOME_UNKNOWN',
+  'IN_PROGRESS',
+  'HTTP_ERROR',
+  'TRANSPORT_FAILED',
+  'REDIRECT',
+  'RESPONSE_VALIDATION',
+];
 
 const message = (code: OncelyErrorCode, context: ErrorContext, detail = '') =>
   MESSAGES[code]?.(context.intent ?? '', context.attempts ?? 0, detail) ?? '';
@@ -95,6 +111,12 @@ export class OncelyError extends Error {
   declare readonly intent: string | undefined;
   declare readonly scope: string | undefined;
   declare readonly attempts: number;
+  /**
+   * True when an attempt of this call may have reached the server: its effect may have
+   * happened, so the intent keeps its key (`in_flight`, `unknown` or settled by the answer).
+   * False when nothing of this call left.
+   */
+  declare readonly sent: boolean;
 
   /**
    * `text` is the whole message; without one, the code's message from the table.
@@ -111,6 +133,7 @@ export class OncelyError extends Error {
       intent: context.intent,
       scope: context.scope,
       attempts: context.attempts ?? 0,
+      sent: context.sent ?? SENT_CODES.includes(code),
       ...fields,
     });
   }
@@ -189,15 +212,19 @@ export class OutcomeUnknownError extends OncelyError {
 export class InProgressError extends OutcomeUnknownError {
   static override readonly errorName: string = 'InProgressError';
   declare readonly code: 'IN_PROGRESS';
-  /** `'server'`: the server answered 409; `'client'`: another client's lease held the intent (nothing sent here). */
-  declare readonly holder: 'server' | 'client';
-  constructor(context: ErrorContext & { lastAnswer?: ServerAnswer; holder?: 'server' | 'client' }) {
+  /**
+   * `'server'`: the server answered 409; `'client'`: another client's lease (or call in
+   * this process) held the intent; `'tab'`: another tab held its lock, past this call's
+   * deadline. Nothing was sent here unless `'server'`.
+   */
+  declare readonly holder: 'server' | 'client' | 'tab';
+  constructor(context: ErrorContext & { lastAnswer?: ServerAnswer; holder?: 'server' | 'client' | 'tab' }) {
     const holder = context.holder ?? 'server';
     const text =
-      holder === 'client'
-        ? `Another client (tab, process or machine) is sending intent "${context.intent}" and still holds it. ${NOTHING} Try again later with the same intent name.`
+      holder !== 'server'
+        ? `Another ${holder === 'tab' ? 'tab' : 'client (tab, process or machine)'} is sending intent "${context.intent}" and still held it at this call's deadline. ${NOTHING} Try again later with the same intent name.`
         : undefined;
-    super(context, 'IN_PROGRESS', text, { holder });
+    super({ sent: holder === 'server', ...context }, 'IN_PROGRESS', text, { holder });
   }
 }
 
@@ -283,11 +310,8 @@ export class NotSentError extends OncelyError {
 export class CancelledError extends OncelyError {
   static override readonly errorName: string = 'CancelledError';
   declare readonly code: 'CANCELLED';
-  /** True when an attempt had gone out: the intent is then `unknown` with its key kept. */
-  declare readonly sent: boolean;
   constructor(context: ErrorContext & { sent: boolean }) {
-    const sent = context.sent;
-    super('CANCELLED', '', context, sent ? 'sent' : '', { sent });
+    super('CANCELLED', '', context, context.sent ? 'sent' : '');
   }
 }
 
@@ -334,6 +358,22 @@ export class InvalidArgumentError extends OncelyError {
 }
 
 /**
+ * `intent.reset()` or `client.clear()` would forget an intent whose request may have taken
+ * effect (`in_flight`, or `unknown`, or sent again right now under a live lease). Nothing was
+ * removed. Resume or reconcile it first, or pass `{ force: true }`.
+ */
+export class IntentPendingError extends OncelyError {
+  static override readonly errorName: string = 'IntentPendingError';
+  declare readonly code: 'INTENT_PENDING';
+  /** The intents that were kept. */
+  declare readonly names: readonly string[];
+  constructor(context: ErrorContext & { names: readonly string[] }) {
+    const { names } = context;
+    super('INTENT_PENDING', '', context, names.map((n) => JSON.stringify(n)).join(', '), { names });
+  }
+}
+
+/**
  * The stored record of this intent is corrupt and its key cannot be recovered. oncely
  * neither sends nor mints a new key over it: the lost key may already have been sent.
  * Reconcile by hand, then remove the intent (`store.delete(scope, name)`) to form it afresh.
@@ -363,10 +403,8 @@ export class CorruptRecordError extends OncelyError {
 export class StoreError extends OncelyError {
   static override readonly errorName: string = 'StoreError';
   declare readonly code: 'STORE_FAILED';
-  /** True when an attempt of this call may have reached the server before the store failed. */
-  declare readonly sent: boolean;
-  constructor(text: string, context: ErrorContext & { sent?: boolean } = {}) {
-    super('STORE_FAILED', text, context, '', { sent: context.sent ?? false });
+  constructor(text: string, context: ErrorContext = {}) {
+    super('STORE_FAILED', text, context);
   }
 }
 
@@ -387,6 +425,7 @@ export type AnyOncelyError =
   | InvalidKeyError
   | InvalidArgumentError
   | CorruptRecordError
+  | IntentPendingError
   | StoreError;
 
 /** True for any error oncely threw, even from another copy of the library or another realm. */

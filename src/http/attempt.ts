@@ -43,6 +43,9 @@ export async function redirectReport(response: Response, from: string): Promise<
 
 /** An answer ends the attempt as the profile reads it. */
 export function answerReport<V>(profile: Profile, answer: ServerAnswer, value: V): AttemptReport<V> {
+  // 1xx is not a final answer, and outside 100–599 is no HTTP status: both are unanswered.
+  if (!(answer.status >= 200 && answer.status <= 599))
+    return { outcome: 'no_answer', replayed: false, sent: true, error: new TypeError(`HTTP status ${answer.status}`) };
   return {
     outcome: profile.classify(answer),
     replayed: isReplay(profile, answer),
@@ -55,7 +58,9 @@ export function answerReport<V>(profile: Profile, answer: ServerAnswer, value: V
 
 /**
  * Sends exactly one attempt through ky (its hooks run once per attempt; its retry is off:
- * the one loop is oncely's) and reports how it ended. Never throws.
+ * the one loop is oncely's) and reports how it ended. The attempt's bound covers the whole
+ * of it, the body's last byte included, whatever the fetch does with its signal. Throws
+ * only what the profile's `classify` throws (the engine reports it).
  */
 export async function httpAttempt(
   sender: HttpSender,
@@ -64,32 +69,44 @@ export async function httpAttempt(
   signal: AbortSignal | undefined,
 ): Promise<AttemptReport<ReadAnswer | RedirectAnswer>> {
   let reached = false;
+  const bounded = withTimeout(signal, timeout);
+  let answer: ReadAnswer;
   try {
-    const response = await sender.ky(target.url, {
-      method: target.method,
-      headers: target.headers,
-      body: target.body,
-      signal,
-      timeout,
-      retry: 0,
-      throwHttpErrors: false,
-      redirect: 'manual',
-      fetch: async (input: RequestInfo | URL, init?: RequestInit) => {
-        reached = true;
-        return answerOrThrow(await sender.fetch(input, init));
-      },
-    });
-    if (isRedirect(response)) return await redirectReport(response, target.url);
-    const answer = parseAnswer(response, await response.text());
-    return answerReport(sender.profile, answer, answer);
+    const response = await bounded.race(
+      sender.ky(target.url, {
+        method: target.method,
+        headers: target.headers,
+        body: target.body,
+        signal: bounded.signal,
+        timeout: false,
+        retry: 0,
+        throwHttpErrors: false,
+        redirect: 'manual',
+        fetch: async (input: RequestInfo | URL, init?: RequestInit) => {
+          reached = true;
+          return answerOrThrow(await sender.fetch(input, init));
+        },
+      }),
+    );
+    if (isRedirect(response)) return await bounded.race(redirectReport(response, target.url));
+    answer = parseAnswer(response, await bounded.race(response.text()));
   } catch (error) {
-    return { outcome: 'no_answer', replayed: false, sent: reached && !provablyNotSent(error), error };
+    return unanswered(error, reached, bounded);
+  } finally {
+    bounded.clear();
   }
+  return answerReport(sender.profile, answer, answer);
+}
+
+/** An attempt that ended without an answer: sent unless it provably never left. */
+function unanswered(error: unknown, reached: boolean, bounded: Bounded): AttemptReport<never> {
+  const cause = bounded.timedOut() ? timeoutError() : error;
+  return { outcome: 'no_answer', replayed: false, sent: reached && !provablyNotSent(error), error: cause };
 }
 
 /**
  * One attempt of `intent.fetch()`: the caller's own fetch, no ky, the body left unread
- * for the caller (the profile reads a copy of error bodies). Never throws.
+ * for the caller (the profile reads a copy of error bodies, within the attempt's bound).
  */
 export async function fetchAttempt(
   sender: HttpSender,
@@ -100,6 +117,8 @@ export async function fetchAttempt(
 ): Promise<AttemptReport<Response>> {
   let reached = false;
   const bounded = withTimeout(signal, timeout);
+  let response: Response;
+  let answer: ServerAnswer;
   try {
     const request = new Request(target.url, {
       ...init,
@@ -110,15 +129,15 @@ export async function fetchAttempt(
       signal: bounded.signal,
     });
     reached = true;
-    const response = answerOrThrow(await sender.fetch(request));
-    if (isRedirect(response)) return (await redirectReport(response, target.url)) as AttemptReport<never>;
-    return answerReport(sender.profile, await readCopy(response), response);
+    response = answerOrThrow(await bounded.race(sender.fetch(request)));
+    if (isRedirect(response)) return (await bounded.race(redirectReport(response, target.url))) as AttemptReport<never>;
+    answer = await bounded.race(readCopy(response));
   } catch (error) {
-    const cause = bounded.timedOut() ? timeoutError() : error;
-    return { outcome: 'no_answer', replayed: false, sent: reached && !provablyNotSent(error), error: cause };
+    return unanswered(error, reached, bounded);
   } finally {
     bounded.clear();
   }
+  return answerReport(sender.profile, answer, response);
 }
 
 /**
@@ -130,9 +149,16 @@ export async function readCopy(response: Response): Promise<ServerAnswer> {
   return { status: response.status, headers: response.headers, body };
 }
 
-/** A signal that aborts with `parent` or after `ms` (on the timers tests can fake). */
+export type Bounded = ReturnType<typeof withTimeout>;
+
+/**
+ * A signal that aborts with `parent` or after `ms` (on the timers tests can fake), and
+ * `race(work)`: `work`, or the signal's reason as soon as it aborts, for work that does not
+ * listen to the signal (a foreign fetch, a body stream of its own).
+ */
 export function withTimeout(parent: AbortSignal | undefined, ms: number) {
   const controller = new AbortController();
+  const { signal } = controller;
   let timedOut = false;
   const onAbort = () => controller.abort(parent?.reason);
   if (parent?.aborted) onAbort();
@@ -142,8 +168,17 @@ export function withTimeout(parent: AbortSignal | undefined, ms: number) {
     controller.abort(timeoutError());
   }, ms);
   return {
-    signal: controller.signal,
+    signal,
     timedOut: () => timedOut,
+    race<T>(work: Promise<T>): Promise<T> {
+      work.catch(() => undefined); // a late failure of abandoned work is nobody's
+      if (signal.aborted) return Promise.reject(signal.reason);
+      return new Promise<T>((resolve, reject) => {
+        const stop = () => reject(signal.reason);
+        signal.addEventListener('abort', stop, { once: true });
+        work.then(resolve, reject).finally(() => signal.removeEventListener('abort', stop));
+      });
+    },
     clear: () => {
       clearTimeout(timer);
       parent?.removeEventListener('abort', onAbort);

@@ -74,7 +74,8 @@ export async function reportValue<T>(value: T, profile: Profile): Promise<Attemp
  * How an error your transport threw ended the attempt: an HTTP status (`status`,
  * `statusCode` or `response.status`, as thrown by ky, stripe-node, axios, fetch wrappers)
  * is classified by the profile; connection errors and timeouts are retried (outcome
- * unknown) unless they prove nothing was sent; anything else is a definitive failure.
+ * unknown) unless they prove nothing was sent; anything else leaves the outcome unknown,
+ * not retried.
  */
 export function reportThrown(
   error: unknown,
@@ -92,5 +93,7 @@ export function reportThrown(
   }
   if (chosen) return { ...base, outcome: chosen };
   if (isConnectionError(error)) return { ...base, outcome: 'no_answer', sent: !provablyNotSent(error) };
-  return { ...base, outcome: 'failed' };
+  // Neither an answer nor a network failure: it may have thrown after sending. Only the
+  // server saying no earns `failed`; a bug does not heal by sending again: not retried.
+  return { ...base, outcome: 'no_answer', final: true };
 }

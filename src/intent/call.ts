@@ -8,17 +8,20 @@ import {
 } from '../errors.js';
 import { type AttemptReport, type LoopEnd, retryLoop, sleep } from '../retry/loop.js';
 import { parseRetryAfter, RetryBudget } from '../retry/policy.js';
-import { pastRetention, SENT_STATES } from '../store/record-rules.js';
+import { horizon, pastRetention, SENT_STATES } from '../store/record-rules.js';
 import type { IntentLease, IntentRecord } from '../store/store.js';
 import type { ClientContext } from './context.js';
 import { type CallEnd, decide, type Verdict } from './decide.js';
 import { announce, emit, errorFor } from './ending.js';
 import { changedParts } from './fingerprint.js';
+import { mintKey } from './keys.js';
 import { every, storeCall } from './store-call.js';
 import { renewLease, toInFlight, toInFlightOver, toSettled, toUnsent, withMoreAttempts } from './transitions.js';
 
 /** A creation time this far in the future is a clock that jumped, not skew between machines. */
 const CLOCK_SKEW = 5 * 60 * 1000;
+/** What a call may take past its deadline to write its outcome (a store slower than that fails it). */
+export const SETTLE_GRACE = 1_000;
 
 /** What a call of `request()`, `run()` or `fetch()` brings to the engine. */
 export interface CallPlan<V, T> {
@@ -31,8 +34,11 @@ export interface CallPlan<V, T> {
   url: string;
   /** Sends attempt `n` under `key`, within `timeout` ms; never throws. */
   attempt(n: number, timeout: number, signal: AbortSignal | undefined): Promise<AttemptReport<V>>;
-  /** The caller's value for a call the table ended with `ok` (or `http_error`, for `fetch()`). */
-  finish(verdict: Verdict, end: LoopEnd<V>, context: ErrorContext): T | Promise<T>;
+  /**
+   * The caller's value for a call the table ended with `ok` (or `http_error`, for `fetch()`),
+   * within `left` ms.
+   */
+  finish(verdict: Verdict, end: LoopEnd<V>, context: ErrorContext, left: number): T | Promise<T>;
 }
 
 /** The live object's view of its intent, which the engine reads and moves on. */
@@ -49,13 +55,23 @@ export interface IntentHandle {
   section?: number | undefined;
 }
 
-const PROCESS = Math.random().toString(36).slice(2, 10);
-let calls = 0;
+/**
+ * This process's id, from the crypto source at its first call: an id made at module load
+ * would be the same in every process started from one snapshot.
+ */
+let processId: string | undefined;
+/** A lease owner unique to this call, across processes and machines. */
+function newOwner(): string {
+  processId ??= mintKey('v4', '', '');
+  return `${processId}:${mintKey('v4', '', '')}`;
+}
 /** Calls running in this process: a lease of this process whose call is gone is taken over at once. */
 const liveOwners = new Set<string>();
 
 const isStale = (lease: IntentLease | undefined, now: number) =>
-  !lease || lease.until <= now || (lease.owner.startsWith(`${PROCESS}:`) && !liveOwners.has(lease.owner));
+  !lease ||
+  lease.until <= now ||
+  (processId !== undefined && lease.owner.startsWith(`${processId}:`) && !liveOwners.has(lease.owner));
 
 export const contextOf = (h: IntentHandle, extra: ErrorContext & { sent?: boolean } = {}) => ({
   key: h.key,
@@ -72,7 +88,7 @@ export const contextOf = (h: IntentHandle, extra: ErrorContext & { sent?: boolea
  */
 async function begin(h: IntentHandle, plan: CallPlan<unknown, unknown>, lease: () => IntentLease, budget: RetryBudget) {
   const { ctx } = h;
-  await applySentNote(h);
+  await applySentNote(h, budget.remaining());
   for (let wait = 50; ; wait = Math.min(wait * 2, 1_000)) {
     const now = ctx.now();
     let before: IntentRecord | undefined;
@@ -93,6 +109,7 @@ async function begin(h: IntentHandle, plan: CallPlan<unknown, unknown>, lease: (
           return refusal || !current ? undefined : toInFlight(current, plan.fingerprint, now, lease());
         }),
       contextOf(h),
+      budget.remaining(),
     );
     if (before?.key === h.key) h.record = before;
     if (refusal === 'busy') {
@@ -106,7 +123,7 @@ async function begin(h: IntentHandle, plan: CallPlan<unknown, unknown>, lease: (
       throw new IntentExpiredError({
         ...contextOf(h),
         createdAt: before!.createdAt,
-        keyTtl: before!.ttl ?? ctx.keyTtl,
+        keyTtl: horizon(before!, ctx.keyTtl),
         reason: refusal,
       });
     if (stored) h.record = stored;
@@ -127,7 +144,7 @@ async function begin(h: IntentHandle, plan: CallPlan<unknown, unknown>, lease: (
  * coordinator notes the sent record where a reload finds it (localStorage); without such a
  * note this path is not taken (`undefined`).
  */
-function beginWarm(h: IntentHandle, plan: CallPlan<unknown, unknown>, lease: () => IntentLease) {
+function beginWarm(h: IntentHandle, plan: CallPlan<unknown, unknown>, lease: () => IntentLease, budget: RetryBudget) {
   const { ctx } = h;
   const before = h.record;
   if (before.fingerprint !== undefined && changed(before.fingerprint, plan).length)
@@ -142,6 +159,7 @@ function beginWarm(h: IntentHandle, plan: CallPlan<unknown, unknown>, lease: () 
     'marking the intent in flight',
     () => ctx.store.update(h.scope, h.name, (current) => toInFlightOver(current, next)),
     contextOf(h, { sent: true }),
+    budget.remaining(),
   ).then((record) => {
     drop();
     if (record?.key === h.key) h.record = record;
@@ -154,7 +172,7 @@ function beginWarm(h: IntentHandle, plan: CallPlan<unknown, unknown>, lease: () 
  * Under the intent's lock: stores as sent an intent that a page sent and left (reload,
  * crash) before its `in_flight` write landed, from the coordinator's note (`noteSent`).
  */
-export async function applySentNote(h: IntentHandle): Promise<void> {
+export async function applySentNote(h: IntentHandle, within?: number): Promise<void> {
   const { ctx } = h;
   const note = ctx.coordinator.sentNote?.(h.scope, h.name);
   if (!note) return;
@@ -166,6 +184,7 @@ export async function applySentNote(h: IntentHandle): Promise<void> {
     'storing an intent sent before a reload',
     () => ctx.store.update(h.scope, h.name, (current) => toInFlightOver(current, record)),
     contextOf(h, { sent: true }),
+    within,
   );
   note.drop();
   if (stored?.key === h.key) {
@@ -193,7 +212,11 @@ function mismatch(h: IntentHandle, stored: string, plan: CallPlan<unknown, unkno
 function report(h: IntentHandle): void {
   const { hub, coordinator } = h.ctx;
   if (hub.listens('state')) hub.emit({ type: 'state', record: { ...h.record }, source: 'local' });
-  coordinator.publish({ ...h.record });
+  try {
+    coordinator.publish({ ...h.record });
+  } catch {
+    // Telling the other clients is best effort: a coordinator's failure must not end the call.
+  }
 }
 
 /** Writes `next(current)` under the key this object holds, then reports the record it sees. */
@@ -203,27 +226,49 @@ async function write(
   next: (current: IntentRecord | undefined) => IntentRecord | undefined,
   sent: boolean,
   durability: 'strict' | 'relaxed',
+  within: number,
 ): Promise<void> {
   const stored = await storeCall(
     h.ctx,
     what,
     () => h.ctx.store.update(h.scope, h.name, next, { durability }),
     contextOf(h, { sent }),
+    within,
   );
   if (stored?.key === h.key) h.record = stored;
   report(h);
 }
 
+/** An attempt whose transport or callback threw: it may have sent; not retried, the outcome unknown. */
+async function attemptSafely<V>(run: () => Promise<AttemptReport<V>>): Promise<AttemptReport<V>> {
+  try {
+    return await run();
+  } catch (error) {
+    return { outcome: 'no_answer', replayed: false, sent: true, final: true, error };
+  }
+}
+
 /**
  * Sends one call of an intent: the write before the first byte, the one retry loop, the
  * decision table, the write of its verdict, the events, and the caller's value or error.
- * Runs under the coordinator's lock for the intent (one call in flight per intent).
+ * Runs under the coordinator's lock for the intent (one call in flight per intent). The
+ * call's deadline runs from `startedAt` (the caller's call, hashing and lock wait included)
+ * and bounds every store call in it; the outcome write gets {@link SETTLE_GRACE} past it.
  */
-export async function sendCall<V, T>(h: IntentHandle, plan: CallPlan<V, T>, section?: LockSection): Promise<T> {
+export async function sendCall<V, T>(
+  h: IntentHandle,
+  plan: CallPlan<V, T>,
+  section?: LockSection,
+  startedAt?: number,
+): Promise<T> {
   const { ctx } = h;
-  const owner = `${PROCESS}:${++calls}`;
+  const owner = newOwner();
   const lease = (): IntentLease => ({ owner, until: ctx.now() + ctx.leaseTtl });
-  const budget = new RetryBudget(ctx.retry, ctx.monotonic, ctx.now, ctx.random);
+  const budget = new RetryBudget(ctx.retry, ctx.monotonic, ctx.now, ctx.random, startedAt);
+  const afterLoop = () => budget.remaining() + SETTLE_GRACE;
+  // The wait for the lock used the whole deadline: another call of this intent still runs.
+  if (budget.remaining() <= 0)
+    throw new InProgressError({ ...contextOf(h), holder: ctx.coordinator.coversStore ? 'tab' : 'client' });
   liveOwners.add(owner);
   let stopRenewal = () => {};
   try {
@@ -233,12 +278,14 @@ export async function sendCall<V, T>(h: IntentHandle, plan: CallPlan<V, T>, sect
       warm: sentWarm,
       stored,
       drop,
-    } = (warm(h, section) && beginWarm(h, untyped, lease)) || (await begin(h, untyped, lease, budget));
+    } = (warm(h, section) && beginWarm(h, untyped, lease, budget)) || (await begin(h, untyped, lease, budget));
     const sending = h.record;
     h.section = undefined;
     // Later writes wait for the in_flight one; its failure is the settle write's to report.
     const landed = stored.catch(() => undefined);
     stopRenewal = every(ctx.leaseTtl / 3, () => {
+      // A call past its deadline keeps no lease alive: it is only writing its outcome.
+      if (budget.remaining() <= 0) return;
       void landed.then(() =>
         ctx.store
           .update(h.scope, h.name, (c) => renewLease(c, lease()), { durability: 'relaxed' })
@@ -258,7 +305,8 @@ export async function sendCall<V, T>(h: IntentHandle, plan: CallPlan<V, T>, sect
               ctx.store.update(h.scope, h.name, (c) => c && withMoreAttempts(c, owner, n - counted), {
                 durability: 'relaxed',
               }),
-            contextOf(h),
+            contextOf(h, { sent: true }),
+            budget.remaining(),
           ).then(
             () => {
               counted = n;
@@ -267,7 +315,7 @@ export async function sendCall<V, T>(h: IntentHandle, plan: CallPlan<V, T>, sect
           );
         }
         emit(h, { type: 'attempt', attempt: n, method: plan.method, url: plan.url });
-        const r = await plan.attempt(n, budget.attemptTimeout(), plan.signal);
+        const r = await attemptSafely(() => plan.attempt(n, budget.attemptTimeout(), plan.signal));
         if (r.outcome === 'in_progress' && r.status) {
           const hint = r.headers && parseRetryAfter(r.headers, ctx.now());
           emit(h, { type: 'conflict', status: r.status, ...(hint !== undefined ? { retryAfter: hint } : {}) });
@@ -300,14 +348,14 @@ export async function sendCall<V, T>(h: IntentHandle, plan: CallPlan<V, T>, sect
       // Over the record as the in_flight write left it. A call started under a kept lock
       // (whose in_flight write may not have landed) also goes over a record deleted or
       // replaced by an unsent one meanwhile, putting the sent intent back; a strict call's
-      // record was stored sent before the first byte, so whoever deleted or replaced it since
-      // saw it sent (a reset after success, a clear on logout) and is not overruled.
+      // record was stored sent before the first byte, and nothing outside a call forgets a
+      // sent intent without `force` (then whoever forced it is not overruled).
       const settle = (c: IntentRecord | undefined) => {
         const own = c?.key === h.key ? c : undefined;
         const base = (sentWarm && toInFlightOver(c, sending)) || own;
         return base && toSettled(base, verdict.state, owner, delta, ctx.now(), status);
       };
-      await write(h, 'recording the outcome', settle, true, 'relaxed');
+      await write(h, 'recording the outcome', settle, true, 'relaxed', afterLoop());
       drop();
     } else {
       drop(); // nothing left: a note saying otherwise would mark a never-sent intent in flight
@@ -317,13 +365,14 @@ export async function sendCall<V, T>(h: IntentHandle, plan: CallPlan<V, T>, sect
         (c) => (c?.key === h.key ? toUnsent(c, before, owner) : undefined),
         false,
         'strict',
+        afterLoop(),
       );
     }
     h.section = section?.id;
     const context = contextOf(h, { attempts: end.attempts });
     announce(h, verdict, end);
     if (verdict.result === 'ok' || verdict.result === 'http_error' || verdict.result === 'key_reused')
-      return await plan.finish(verdict, end, context);
+      return await plan.finish(verdict, end, context, afterLoop());
     throw errorFor(verdict, end, context);
   } finally {
     stopRenewal();

@@ -34,7 +34,8 @@ function write(input: unknown, path: string, seen: Set<object>): string | undefi
   seen.add(object);
   let out: string;
   if (Array.isArray(object)) {
-    out = `[${object.map((item, i) => write(item, `${path}[${i}]`, seen) ?? 'null').join(',')}]`;
+    // Array.from visits holes too: a sparse array's holes are null, as JSON.stringify writes them.
+    out = `[${Array.from(object, (item, i) => write(item, `${path}[${i}]`, seen) ?? 'null').join(',')}]`;
   } else {
     const members: string[] = [];
     for (const name of Object.keys(object).sort()) {

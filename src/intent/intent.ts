@@ -1,7 +1,14 @@
 import type { LockSection } from '../coordinator/coordinator.js';
-import { CancelledError, IntentMismatchError, InvalidArgumentError, OncelyError } from '../errors.js';
+import {
+  CancelledError,
+  InProgressError,
+  IntentMismatchError,
+  IntentPendingError,
+  InvalidArgumentError,
+  OncelyError,
+} from '../errors.js';
 import type { StandardSchemaV1 } from '../http/schema.js';
-import { intentId } from '../store/record-rules.js';
+import { intentId, isPending } from '../store/record-rules.js';
 import type { IntentRecord } from '../store/store.js';
 import { applySentNote, type CallPlan, contextOf, type IntentHandle, sendCall } from './call.js';
 import type { ClientContext } from './context.js';
@@ -10,7 +17,7 @@ import { changedParts } from './fingerprint.js';
 import { mintKey } from './keys.js';
 import type { DataOf, IntentResponse, RequestOptions, RunContext, RunOptions } from './options.js';
 import { fetchPlan, requestPlan, runPlan } from './plans.js';
-import { storeCall } from './store-call.js';
+import { storeCall, watch } from './store-call.js';
 
 export type { DataOf, IntentResponse, RequestOptions, RunContext, RunOptions } from './options.js';
 
@@ -62,7 +69,8 @@ export class Intent {
     path: string,
     options: RequestOptions<S> = {},
   ): Promise<IntentResponse<DataOf<S>>> {
-    return this.#call(await requestPlan(this.#h, method, path, options));
+    const started = this.#h.ctx.monotonic(); // serialising and hashing the body count in the deadline
+    return this.#call(await requestPlan(this.#h, method, path, options), started);
   }
 
   /**
@@ -72,7 +80,8 @@ export class Intent {
    * `maxNetworkRetries: 0`), or each of oncely's attempts multiplies them.
    */
   async run<T>(fn: (context: RunContext) => Promise<T>, options: RunOptions = {}): Promise<T> {
-    return this.#call(await runPlan(this.#h, fn, options));
+    const started = this.#h.ctx.monotonic();
+    return this.#call(await runPlan(this.#h, fn, options), started);
   }
 
   /**
@@ -81,8 +90,9 @@ export class Intent {
    * `Response` (a definitive error answer too, as `fetch` does, with the intent `failed`);
    * rejects with an oncely error when the outcome is unknown or the key was reused.
    */
-  async fetch(input: string | URL, init: RequestInit = {}): Promise<Response> {
-    return this.#call(await fetchPlan(this.#h, input, init));
+  async fetch(input: string | URL | Request, init: RequestInit = {}): Promise<Response> {
+    const started = this.#h.ctx.monotonic();
+    return this.#call(await fetchPlan(this.#h, input, init), started);
   }
 
   /**
@@ -90,8 +100,11 @@ export class Intent {
    * app has decided on a new operation (after success, a definitive failure, or a
    * reconciled unknown). Refuses while a call of this intent is in flight here, and for
    * derived keys (the same name always derives the same key: use a new name instead).
+   * Refuses with `IntentPendingError` while its request may have taken effect unanswered
+   * (`in_flight`, `unknown`, or sent right now by another client or process): resume or
+   * reconcile it first, or pass `{ force: true }` once you know.
    */
-  async reset(): Promise<void> {
+  async reset(options: { force?: boolean } = {}): Promise<void> {
     const { ctx } = this.#h;
     if (ctx.inflight.has(this.#id()))
       throw new InvalidArgumentError(
@@ -103,12 +116,24 @@ export class Intent {
         `Intent "${this.name}" has a derived key: the same name always derives the same key, so reset() cannot give it a new one. Form a new operation under a new name (e.g. with an attempt number: \`payout:\${id}:2\`).`,
         contextOf(this.#h),
       );
+    const force = options.force === true;
+    const context = contextOf(this.#h);
+    const pending = (record: IntentRecord | undefined) =>
+      !force && record?.key === this.key && isPending(record, ctx.now());
+    const refuse = () => new IntentPendingError({ ...context, names: [this.name] });
+    // Checked first, then again inside the store's delete (another process may send in between).
+    const stored = await storeCall(ctx, 'reading the intent', () => ctx.store.get(this.scope, this.name), context);
+    if (pending(stored)) throw refuse();
     await storeCall(
       ctx,
       'forgetting the intent',
-      () => ctx.store.delete(this.scope, this.name, this.key),
-      contextOf(this.#h),
+      () => ctx.store.delete(this.scope, this.name, this.key, force ? {} : { keepPending: ctx.now() }),
+      context,
     );
+    if (!force) {
+      const kept = await storeCall(ctx, 'reading the intent', () => ctx.store.get(this.scope, this.name), context);
+      if (kept?.key === this.key) throw refuse();
+    }
     // The app decided: a note that this key was sent must not bring it back over the next one.
     const note = ctx.coordinator.sentNote?.(this.scope, this.name);
     if (note?.record.key === this.key) note.drop();
@@ -166,9 +191,9 @@ export class Intent {
 
   /**
    * Joins an identical call already in flight in this client, or runs the call under the
-   * coordinator's lock for this intent.
+   * coordinator's lock for this intent. The wait for the lock counts in the call's deadline.
    */
-  #call<V, T>(plan: CallPlan<V, T>): Promise<T> {
+  #call<V, T>(plan: CallPlan<V, T>, started: number): Promise<T> {
     const { ctx } = this.#h;
     const signal = plan.signal;
     const cancelled = () => new CancelledError({ ...contextOf(this.#h), sent: false, cause: signal?.reason });
@@ -181,12 +206,37 @@ export class Intent {
       const changed = changedParts(running.fingerprint, plan.fingerprint);
       return Promise.reject(new IntentMismatchError({ ...contextOf(this.#h), changed }));
     }
+    // The wait for the lock ends with the user's signal or the call's deadline, whichever first.
+    const waiting = new AbortController();
+    const onAbort = () => waiting.abort(signal?.reason);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    const left = ctx.retry.deadline - (ctx.monotonic() - started);
+    const unwatch = watch(left, () => waiting.abort(new DOMException('The call reached its deadline', 'TimeoutError')));
+    const granted = () => {
+      unwatch();
+      signal?.removeEventListener('abort', onAbort);
+    };
     const promise = ctx.coordinator
-      .exclusive(this.scope, this.name, (section) => sendCall(this.#h, plan, section), signal)
+      .exclusive(
+        this.scope,
+        this.name,
+        (section) => {
+          granted();
+          return sendCall(this.#h, plan, section, started);
+        },
+        waiting.signal,
+      )
       .catch((error: unknown) => {
-        throw error instanceof OncelyError || !signal?.aborted ? error : cancelled();
+        if (error instanceof OncelyError) throw error;
+        if (signal?.aborted) throw cancelled();
+        if (waiting.signal.aborted)
+          throw new InProgressError({ ...contextOf(this.#h), holder: ctx.coordinator.coversStore ? 'tab' : 'client' });
+        throw error;
       })
-      .finally(() => ctx.inflight.delete(id));
+      .finally(() => {
+        granted();
+        ctx.inflight.delete(id);
+      });
     ctx.inflight.set(id, { fingerprint: plan.fingerprint, promise });
     return promise;
   }

@@ -1,4 +1,11 @@
-import { HttpError, InvalidArgumentError, KeyReusedError, ResponseValidationError, TransportError } from '../errors.js';
+import {
+  type ErrorContext,
+  HttpError,
+  InvalidArgumentError,
+  KeyReusedError,
+  ResponseValidationError,
+  TransportError,
+} from '../errors.js';
 import type { ReadAnswer } from '../http/answer.js';
 import { fetchAttempt, type HttpSender, httpAttempt, withTimeout } from '../http/attempt.js';
 import { type StandardSchemaV1, validate } from '../http/schema.js';
@@ -15,6 +22,36 @@ import { mergeHeaders, resolveTarget, serializeBody } from './request-spec.js';
  * caller's value. `request()` goes through ky, `run()` through your function, `fetch()`
  * through your fetch.
  */
+
+/** The client's `headers()`, whose failure is the app's, told as such. */
+function clientHeaders(h: IntentHandle, where: { intent: string; scope: string }): HeadersInit | undefined {
+  try {
+    return h.ctx.headers?.();
+  } catch (error) {
+    throw new InvalidArgumentError(
+      `The client's headers() threw while preparing intent "${h.name}": ${(error as Error)?.message ?? String(error)}. Nothing was sent.`,
+      { ...where, cause: error },
+    );
+  }
+}
+
+/** A schema's verdict within `ms`; a schema that throws or never answers is a validation failure. */
+async function check(schema: StandardSchemaV1, answer: ReadAnswer, ms: number, context: ErrorContext) {
+  const bounded = withTimeout(undefined, ms);
+  try {
+    const checked = await bounded.race(validate(schema, answer.body));
+    if ('issues' in checked) throw new ResponseValidationError(answer, checked.issues as never, context);
+    return checked.value;
+  } catch (error) {
+    if (error instanceof ResponseValidationError) throw error;
+    const message = bounded.timedOut()
+      ? 'the schema did not answer in time'
+      : `the schema threw: ${(error as Error)?.message ?? String(error)}`;
+    throw new ResponseValidationError(answer, [{ message }], { ...context, cause: error });
+  } finally {
+    bounded.clear();
+  }
+}
 
 const METHOD = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
@@ -44,10 +81,11 @@ export async function requestPlan<S extends StandardSchemaV1 | undefined>(
   const upper = checkMethod(method, where);
   const target = resolveTarget(ctx.baseUrl, path, where);
   const body = serializeBody(options.json, options.body, where);
-  const headers = mergeHeaders([ctx.headers?.(), options.headers], where);
+  const headers = mergeHeaders([clientHeaders(h, where), options.headers], where);
   if (options.json !== undefined && !headers.has('content-type')) headers.set('content-type', 'application/json');
-  if (options.sendKey || ctx.profile.keyedMethods.includes(upper))
-    headers.set(ctx.profile.header, ctx.profile.encodeKey(h.key));
+  // A request without the key is not idempotent at the server: it is sent once, never retried.
+  const keyed = options.sendKey === true || ctx.profile.keyedMethods.includes(upper);
+  if (keyed) headers.set(ctx.profile.header, ctx.profile.encodeKey(h.key));
   const http = { method: upper, url: target.url, headers, body };
   const sender: HttpSender = ctx;
   return {
@@ -59,9 +97,10 @@ export async function requestPlan<S extends StandardSchemaV1 | undefined>(
     attempt: async (_n, timeout, signal) => {
       const report = await httpAttempt(sender, http, timeout, signal);
       if (report.follow) http.url = report.follow;
+      else if (!keyed) report.final = true;
       return report as Awaited<ReturnType<CallPlan<ReadAnswer, unknown>['attempt']>>;
     },
-    finish: async (verdict, end, context) => {
+    finish: async (verdict, end, context, left) => {
       const answer = end.last.value as ReadAnswer;
       const { replayed } = end.last;
       if (verdict.result === 'key_reused') throw new KeyReusedError(answer, context);
@@ -70,9 +109,7 @@ export async function requestPlan<S extends StandardSchemaV1 | undefined>(
       if (options.schema) {
         if (!answer.json)
           throw new ResponseValidationError(answer, [{ message: 'the response body is not JSON' }], context);
-        const checked = await validate(options.schema, answer.body);
-        if ('issues' in checked) throw new ResponseValidationError(answer, checked.issues as never, context);
-        data = checked.value;
+        data = await check(options.schema, answer, left, context);
       }
       const { status, headers } = answer;
       return {
@@ -106,22 +143,19 @@ export async function runPlan<T>(
     url: h.name,
     attempt: async (attempt, timeout, parent) => {
       const bounded = withTimeout(parent, timeout);
-      const aborted = new Promise<never>((_, reject) =>
-        bounded.signal.addEventListener('abort', () => reject(bounded.signal.reason), { once: true }),
-      );
       try {
-        const value = await Promise.race([
-          fn({ key: h.key, headers: { ...headers }, attempt, signal: bounded.signal }),
-          aborted,
-        ]);
-        return await reportValue(value, ctx.profile);
+        // The value's own answer (a Response's body) is read within the attempt's bound too.
+        return await bounded.race(
+          Promise.resolve()
+            .then(() => fn({ key: h.key, headers: { ...headers }, attempt, signal: bounded.signal }))
+            .then((value) => reportValue(value, ctx.profile)),
+        );
       } catch (error) {
         if (bounded.signal.aborted)
           return { outcome: 'no_answer', replayed: false, sent: true, error: bounded.signal.reason };
         return reportThrown(error, ctx.profile, options.classify);
       } finally {
         bounded.clear();
-        aborted.catch(() => undefined);
       }
     },
     finish: (verdict, end, context) => {
@@ -136,17 +170,45 @@ export async function runPlan<T>(
   };
 }
 
+/** What `fetch(request, init)` would send, from a `Request` and the init that overrides it. */
+async function fromRequest(input: Request, init: RequestInit, where: { intent: string; scope: string }) {
+  let request: Request;
+  try {
+    request = new Request(input, init);
+  } catch (error) {
+    throw new InvalidArgumentError(`intent.fetch() cannot send this Request: ${(error as Error).message}.`, {
+      ...where,
+      cause: error,
+    });
+  }
+  const { cache, credentials, integrity, keepalive, mode, referrer, referrerPolicy, signal } = request;
+  return {
+    url: request.url,
+    init: {
+      method: request.method,
+      headers: request.headers,
+      body: request.body ? await request.text() : undefined,
+      ...{ cache, credentials, integrity, keepalive, mode, referrer, referrerPolicy },
+      signal: init.signal ?? signal,
+    } as RequestInit,
+  };
+}
+
 export async function fetchPlan(
   h: IntentHandle,
-  input: string | URL,
-  init: RequestInit,
+  input: string | URL | Request,
+  given: RequestInit,
 ): Promise<CallPlan<Response, Response>> {
   const { ctx } = h;
   const where = { intent: h.name, scope: h.scope };
+  const { url, init } =
+    typeof Request !== 'undefined' && input instanceof Request
+      ? await fromRequest(input, given, where)
+      : { url: String(input), init: given };
   const upper = checkMethod(init.method ?? 'GET', where);
-  const target = resolveTarget(ctx.baseUrl, String(input), where);
+  const target = resolveTarget(ctx.baseUrl, url, where);
   const body = serializeBody(undefined, init.body ?? undefined, where);
-  const headers = mergeHeaders([ctx.headers?.(), init.headers], where);
+  const headers = mergeHeaders([clientHeaders(h, where), init.headers], where);
   headers.set(ctx.profile.header, ctx.profile.encodeKey(h.key));
   const http = { method: upper, url: target.url, headers, body };
   const { signal, ...rest } = init;

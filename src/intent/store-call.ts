@@ -50,27 +50,36 @@ export function every(ms: number, renew: () => void): () => void {
   return () => stop();
 }
 
-/** Runs a store call with the client's time bound, turning any failure into a `StoreError`. */
+const SENT =
+  ' An attempt had gone out, so the request may have taken effect: the intent keeps its key and stays in flight; send the same request under the same intent name once the store works.';
+const NOT_SENT = ' Nothing was sent.';
+
+/**
+ * Runs a store call within the client's `storeTimeout` (and `within` ms, what the call's
+ * deadline leaves), turning any failure into a `StoreError` that says whether anything was
+ * sent.
+ */
 export async function storeCall<T>(
   ctx: ClientContext,
   what: string,
   run: () => Promise<T>,
-  context: ErrorContext & { sent?: boolean },
+  context: ErrorContext,
+  within = Number.POSITIVE_INFINITY,
 ): Promise<T> {
+  const bound = Math.max(0, Math.min(ctx.storeTimeout, within));
+  const sent = context.sent ? SENT : NOT_SENT;
   let unwatch = () => {};
   try {
     return await new Promise<T>((resolve, reject) => {
-      unwatch = watch(ctx.storeTimeout, () => {
+      unwatch = watch(bound, () => {
         unwatch();
-        reject(new StoreError(`The store did not answer within ${ctx.storeTimeout} ms (${what}).`, context));
+        reject(new StoreError(`The store did not answer within ${Math.round(bound)} ms (${what}).${sent}`, context));
       });
-      run().then(resolve, reject);
+      Promise.resolve().then(run).then(resolve, reject);
     });
   } catch (error) {
-    if (error instanceof OncelyError) throw error;
-    const sent = context.sent
-      ? ' An attempt had gone out: the intent keeps its key and stays in flight; send the same request again once the store works.'
-      : ' Nothing was sent.';
+    // Ours already (a corrupt record), unless it would say nothing left when something did.
+    if (error instanceof OncelyError && (error.sent || !context.sent)) throw error;
     throw new StoreError(`The store failed (${what}): ${(error as Error)?.message ?? String(error)}.${sent}`, {
       ...context,
       cause: error,

@@ -170,7 +170,7 @@ export class IdempotentMutationObserver<T = unknown, V = void> {
     const { state } = await intent.sync();
     if (!force && (state === 'in_flight' || state === 'unknown'))
       throw this.#refusal(state === 'unknown' ? 'its outcome is unknown' : 'it is being sent (maybe in another tab)');
-    await intent.reset();
+    await intent.reset({ force });
     this.#forgetClaim();
     this.#dispatch({ type: 'forgotten' });
     const next = await this.#intent();

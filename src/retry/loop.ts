@@ -11,6 +11,11 @@ export interface AttemptReport<V> {
   status?: number;
   /** Response headers (Retry-After), when there was an answer. */
   headers?: Headers;
+  /**
+   * Not retried, whatever the outcome: a transport that threw what no one can read, an
+   * attempt whose request carries no key.
+   */
+  final?: boolean;
   /** Go again at once, to this URL (a 307/308 to the same origin): not a failure, no wait. */
   follow?: string;
   /** The answer, the returned value or the thrown error, for the caller to finish with. */
@@ -78,7 +83,7 @@ export async function retryLoop<V>(
     hooks.onAttempt?.(n);
     last = await attempt(n);
     if (last.sent) sent++;
-    if (last.follow || retries(last.outcome, last.replayed)) throw new TryAgain(last);
+    if (last.follow || (!last.final && retries(last.outcome, last.replayed))) throw new TryAgain(last);
     return last;
   };
   try {

@@ -126,12 +126,13 @@ export function backoffDelay(n: number, options: ResolvedRetryOptions, random: (
 
 /**
  * Wait after the n-th "in progress" answer without a hint: equal jitter over a ceiling that
- * starts at twice `inProgressDelay`, so no wait is shorter than `inProgressDelay` and four
- * waits sum to at least 12 s with the defaults.
+ * starts at twice `inProgressDelay` and grows to `maxDelay` (never below twice the floor),
+ * so no wait is shorter than `inProgressDelay`, whatever `maxDelay` is, and four waits sum
+ * to at least 12 s with the defaults.
  */
 export function inProgressBackoff(n: number, options: ResolvedRetryOptions, random: () => number): number {
   const floor = options.inProgressDelay;
-  const ceiling = Math.max(floor, Math.min(Math.max(options.maxDelay, floor), 2 * floor * 2 ** Math.min(n - 1, 30)));
+  const ceiling = Math.max(2 * floor, Math.min(options.maxDelay, 2 * floor * 2 ** Math.min(n - 1, 30)));
   return Math.floor(ceiling / 2 + (random() * ceiling) / 2);
 }
 
@@ -153,11 +154,13 @@ export class RetryBudget {
     monotonic: () => number,
     wallClock: () => number,
     random: () => number,
+    /** When the call began (on `monotonic`), if before the budget was made. */
+    startedAt = monotonic(),
   ) {
     this.#monotonic = monotonic;
     this.#wallClock = wallClock;
     this.#random = random;
-    this.#startedAt = monotonic();
+    this.#startedAt = startedAt;
   }
 
   /** Time left before the deadline (ms). */

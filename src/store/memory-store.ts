@@ -1,5 +1,5 @@
-import { intentId, isSweepable } from './record-rules.js';
-import type { ClaimResult, IntentRecord, IntentState, RecordUpdater, Store } from './store.js';
+import { intentId, isPending, isSweepable } from './record-rules.js';
+import type { ClaimResult, DeleteOptions, IntentRecord, IntentState, RecordUpdater, Store } from './store.js';
 
 /**
  * Keeps intents in memory: lost on reload or restart. Use it only in tests or where
@@ -30,9 +30,11 @@ export class MemoryStore implements Store {
     return { ...next };
   }
 
-  async delete(scope: string, name: string, key?: string): Promise<void> {
+  async delete(scope: string, name: string, key?: string, options: DeleteOptions = {}): Promise<void> {
     const id = intentId(scope, name);
-    if (key === undefined || this.#records.get(id)?.key === key) this.#records.delete(id);
+    const record = this.#records.get(id);
+    if (record && options.keepPending !== undefined && isPending(record, options.keepPending)) return;
+    if (key === undefined || record?.key === key) this.#records.delete(id);
   }
 
   async list(scope: string, states?: readonly IntentState[]): Promise<IntentRecord[]> {
@@ -43,8 +45,10 @@ export class MemoryStore implements Store {
     return out;
   }
 
-  async clear(scope: string): Promise<void> {
-    for (const [id, record] of this.#records) if (record.scope === scope) this.#records.delete(id);
+  async clear(scope: string, options: DeleteOptions = {}): Promise<void> {
+    const keep = options.keepPending;
+    for (const [id, record] of this.#records)
+      if (record.scope === scope && (keep === undefined || !isPending(record, keep))) this.#records.delete(id);
   }
 
   async sweep(scope: string, now: number): Promise<number> {

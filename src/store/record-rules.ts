@@ -10,15 +10,26 @@ export const PENDING_STATES: readonly IntentState[] = ['in_flight', 'unknown'];
 /** States in which a request has gone out at least once: its fingerprint is fixed forever. */
 export const SENT_STATES: readonly IntentState[] = ['in_flight', 'succeeded', 'failed', 'unknown'];
 
+/**
+ * True when forgetting the record could lose an effect: its request is on the wire or went
+ * unanswered (`in_flight`, `unknown`), or a call holds a lease live at `now` (a succeeded
+ * intent sent again). Never removed by `reset()` or `clear()` without `force`.
+ */
+export const isPending = (record: IntentRecord, now: number): boolean =>
+  PENDING_STATES.includes(record.state) || (record.lease !== undefined && record.lease.until > now);
+
 /** The record's own retention (ms). */
 export const recordTtl = (record: IntentRecord): number => record.ttl ?? DEFAULT_RECORD_TTL;
 
 /**
- * True when a sent record's key is past its retention at `now` (the server may have
- * forgotten it): its own `ttl`, else `fallback` (the client's keyTtl) for 0.1.0 records.
+ * The retention horizon of a sent record (ms): the stricter of the `ttl` it formed under and
+ * the client's current `keyTtl` (a client that learnt the server keeps keys less long).
  */
-export const pastRetention = (record: IntentRecord, now: number, fallback: number): boolean =>
-  now - record.createdAt > (record.ttl ?? fallback);
+export const horizon = (record: IntentRecord, keyTtl: number): number => Math.min(record.ttl ?? keyTtl, keyTtl);
+
+/** True when a sent record's key is past its retention horizon at `now`: the server may have forgotten it. */
+export const pastRetention = (record: IntentRecord, now: number, keyTtl: number): boolean =>
+  now - record.createdAt > horizon(record, keyTtl);
 
 /** True when a sweep at `now` may remove the record: a settled or never-sent one, idle past its own ttl. */
 export const isSweepable = (record: IntentRecord, now: number): boolean =>

@@ -80,6 +80,15 @@ export interface ClaimOptions extends WriteOptions {
   transaction?: unknown;
 }
 
+export interface DeleteOptions {
+  /**
+   * Keep any record whose request may be on the wire or may have taken effect unanswered:
+   * `in_flight` or `unknown`, or under a lease live at this time (ms since epoch), see
+   * `isPending`. `reset()` and `client.clear()` pass it unless forced.
+   */
+  keepPending?: number;
+}
+
 export interface SweepOptions {
   /** Most records examined by this call; the next call continues where it stopped. */
   limit?: number;
@@ -105,11 +114,11 @@ export interface Store {
     options?: WriteOptions,
   ): Promise<IntentRecord | undefined>;
   /** Removes one intent. Passing `key` removes it only if it still has that key. */
-  delete(scope: string, name: string, key?: string): Promise<void>;
+  delete(scope: string, name: string, key?: string, options?: DeleteOptions): Promise<void>;
   /** Records of one scope, optionally only those in the given states. */
   list(scope: string, states?: readonly IntentState[]): Promise<IntentRecord[]>;
-  /** Removes every intent of one scope (logout). Other scopes are untouched. */
-  clear(scope: string): Promise<void>;
+  /** Removes every intent of one scope (logout), but pending ones with `keepPending`. Other scopes are untouched. */
+  clear(scope: string, options?: DeleteOptions): Promise<void>;
   /**
    * Removes records of `scope` that are safe to forget at time `now` (ms since epoch):
    * `succeeded`, `failed` and `ready` ones last updated more than their own `ttl` ago

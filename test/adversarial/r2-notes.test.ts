@@ -50,7 +50,7 @@ describe('notes', () => {
     const first = await heldIntent(page);
     store.failNext = 2; // the page's writes never land (it dies in that frame): only the note is left
     await first.post('pay', { json: body }).catch(() => undefined);
-    await page.clear(); // logout: "Removes every intent of this client's scope"
+    await page.clear({ force: true }); // logout: "Removes every intent of this client's scope"
     await page.close();
     const next = tab(); // logged in again, same user, new checkout
     const o = new IdempotentMutationObserver({

@@ -65,8 +65,10 @@ describe('settle re-creates a record reset during the call (Node, no Web Locks)'
     // Meanwhile B sees the intent succeeded (toInFlight keeps `succeeded`: no sign of a call) ...
     const seen = await b.intent('order:42');
     expect(seen.state).toBe('succeeded');
-    // ... and, as documented, resets it to form a new operation: the user buys the book again.
-    await seen.reset();
+    // ... and resets it to form a new operation: refused while A's resend holds a live lease
+    // (issue 17), so B forces it (the app knows it is a new purchase): A must not overrule it.
+    await expect(seen.reset()).rejects.toMatchObject({ code: 'INTENT_PENDING' });
+    await seen.reset({ force: true });
     const second = await b.intent('order:42');
     expect(second.key).not.toBe(first.key);
     release();
@@ -100,7 +102,10 @@ describe('settle re-creates a record reset during the call (Node, no Web Locks)'
     slow();
     const call = intent.post('orders', { json: { item: 'pen' } });
     await expect.poll(() => server.requests.length).toBe(1);
-    await b.clear(); // the user logged out: every intent of the scope removed
+    // The user logged out: refused while the call is on the wire (issue 17); forced, every
+    // intent of the scope is removed, and the late outcome must not put one back.
+    await expect(b.clear()).rejects.toMatchObject({ code: 'INTENT_PENDING', names: ['order:7'] });
+    await b.clear({ force: true });
     release();
     await call;
     expect(await store.list('default', ['ready', 'in_flight', 'unknown', 'succeeded', 'failed'])).toEqual([]);

@@ -620,7 +620,8 @@ export async function runSchedule(schedule: Schedule, options: RunOptions = {}):
 // ---------------------------------------------------------------- the invariants
 
 /** The longest wait allowed: a backoff, a server's hint, or a 409's floor (`inProgressDelay` may exceed `maxDelay`). */
-const cap = (retry: Required<RetryOptions>) => Math.max(retry.maxDelay, retry.maxRetryAfter, retry.inProgressDelay);
+/** A 409 without a hint waits between inProgressDelay and twice it, or up to maxDelay when larger. */
+const cap = (retry: Required<RetryOptions>) => Math.max(retry.maxDelay, retry.maxRetryAfter, 2 * retry.inProgressDelay);
 
 /** Checks on one finished call. */
 export function checkCall(world: World, call: CallLog): void {
@@ -629,8 +630,7 @@ export function checkCall(world: World, call: CallLog): void {
   // Typed errors only (or the caller's own abort reason, or the run() transport's own error).
   if (!call.ok && !call.aborted) {
     const typed =
-      call.error instanceof OncelyError ||
-      (call.transport === 'run' && (call.error instanceof TransportError || call.error instanceof TypeError));
+      call.error instanceof OncelyError || (call.transport === 'run' && call.error instanceof TransportError);
     expect(typed, `${where}: an untyped error: ${String(call.error)}`).toBe(true);
   }
   // No wait past the cap.

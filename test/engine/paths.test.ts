@@ -115,13 +115,30 @@ describe('run(): a first-class path', () => {
     expect(intent.state).toBe('unknown');
   });
 
-  it('a definitive error without a status is a TransportError with the original as cause', async () => {
+  it('an error that is neither an answer nor a network failure leaves the outcome unknown, not retried, the original as cause', async () => {
+    // It may have been thrown after the request left (issue 17): `failed` means the server said no.
     const bug = new RangeError('amount must be positive');
     const intent = await api().intent('job');
-    await expect(intent.run(async () => Promise.reject(bug))).rejects.toMatchObject({
+    let calls = 0;
+    const error = await intent
+      .run(async () => {
+        calls++;
+        throw bug;
+      })
+      .catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'OUTCOME_UNKNOWN', sent: true, cause: bug, attempts: 1 });
+    expect(calls).toBe(1);
+    expect(intent.state).toBe('unknown');
+  });
+
+  it('a classify that maps a thrown error to failed still gives a TransportError with the original as cause', async () => {
+    const bug = new RangeError('amount must be positive');
+    const intent = await api().intent('job');
+    await expect(intent.run(async () => Promise.reject(bug), { classify: () => 'failed' })).rejects.toMatchObject({
       code: 'TRANSPORT_FAILED',
       cause: bug,
     });
+    expect(intent.state).toBe('failed');
   });
 });
 
