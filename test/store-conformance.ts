@@ -210,6 +210,47 @@ export function runStoreConformance(name: string, makeStore: () => Promise<Confo
       });
     });
 
+    describe('keepPending (reset and clear never forget what may have taken effect)', () => {
+      const NOW = T0 + 1_000;
+      async function seeded(store: Store) {
+        const lease = (until: number) => ({ owner: 'other-process:call', until });
+        const records = [
+          intentRecord('u1', 'ready'),
+          intentRecord('u1', 'succeeded', { state: 'succeeded' }),
+          intentRecord('u1', 'failed', { state: 'failed' }),
+          intentRecord('u1', 'in-flight', { state: 'in_flight', lease: lease(NOW + 5_000) }),
+          intentRecord('u1', 'in-flight-dead', { state: 'in_flight', lease: lease(NOW - 5_000) }),
+          intentRecord('u1', 'unknown', { state: 'unknown' }),
+          // A succeeded intent sent again right now (for the server's replay) holds a live lease.
+          intentRecord('u1', 'resending', { state: 'succeeded', lease: lease(NOW + 5_000) }),
+          intentRecord('u1', 'resent-dead', { state: 'succeeded', lease: lease(NOW - 5_000) }),
+        ];
+        for (const record of records) await store.claim(record);
+        return records;
+      }
+      const pending = ['in-flight', 'in-flight-dead', 'resending', 'unknown'];
+
+      it('delete keeps a pending record (with or without its key) and removes a settled one', async () => {
+        const { store } = await fresh();
+        for (const record of await seeded(store)) {
+          await store.delete('u1', record.name, record.key, { keepPending: NOW });
+          await store.delete('u1', record.name, undefined, { keepPending: NOW });
+        }
+        expect(byName(await store.list('u1'))).toEqual(pending);
+      });
+
+      it('clear keeps the pending records of the scope, and removes all of them without it', async () => {
+        const { store } = await fresh();
+        await seeded(store);
+        await store.claim(intentRecord('u2', 'in-flight', { state: 'in_flight' }));
+        await store.clear('u1', { keepPending: NOW });
+        expect(byName(await store.list('u1'))).toEqual(pending);
+        await store.clear('u1');
+        expect(await store.list('u1')).toEqual([]);
+        expect(byName(await store.list('u2'))).toEqual(['in-flight']);
+      });
+    });
+
     describe('list', () => {
       it('lists the records of one scope, optionally by state', async () => {
         const { store } = await fresh();
