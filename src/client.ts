@@ -278,7 +278,7 @@ export function createClient(options: ClientOptions): Client {
             key: record.key,
           },
         );
-      return new Intent(ctx, record);
+      return new Intent(ctx, record, intentOptions.transaction !== undefined);
     },
     async pending() {
       const records = await guarded('listing pending intents', () => store.list(scope, PENDING_STATES));

@@ -56,8 +56,8 @@ const MESSAGES: { [code in OncelyErrorCode]?: Template } = {
     `The server still reports intent "${i}" as in progress after ${n} attempt(s).${d} The intent is kept as unknown; resume later with the same intent name.`,
   INTENT_MISMATCH: (i, _, d) =>
     `Intent "${i}" was already sent with a different request, so it cannot send this one under the same key. ${NOTHING} Call intent.reset() or use a new intent name for the changed request.${d}`,
-  INTENT_GONE: (i) =>
-    `The stored record of intent "${i}" is gone or holds another key (reset, cleared or swept by another client). ${NOTHING} Call client.intent(name) to form the intent anew.`,
+  INTENT_GONE: (i, _, d) =>
+    `The stored record of intent "${i}" is gone or holds another key (${d || 'reset, cleared or swept by another client'}). ${NOTHING} Call client.intent(name) to form the intent anew.`,
   NOT_SENT: (i, n) =>
     `Nothing of intent "${i}" reached a server in ${n} attempt(s) (connection refused, DNS failure, or a hook failed before sending). The intent is as it was; it is safe to send it again.`,
   KEY_REUSED: (i, _, d) =>
@@ -249,12 +249,22 @@ export class IntentExpiredError extends OncelyError {
   }
 }
 
-/** The intent's record vanished or was re-formed with another key by another client. Nothing was sent. */
+/**
+ * The intent's record vanished or was re-formed with another key by another client, or it
+ * was formed in a transaction that has not committed or rolled back. Nothing was sent.
+ */
 export class IntentGoneError extends OncelyError {
   static override readonly errorName: string = 'IntentGoneError';
   declare readonly code: 'INTENT_GONE';
-  constructor(context: ErrorContext) {
-    super('INTENT_GONE', '', context);
+  /** `'transaction'`: formed in a transaction not committed (or rolled back) when sent. */
+  declare readonly reason: 'transaction' | 'other';
+  constructor(context: ErrorContext & { reason?: 'transaction' | 'other' }) {
+    const reason = context.reason ?? 'other';
+    const detail =
+      reason === 'transaction'
+        ? 'it was formed in a transaction that has not committed, or rolled back: commit it before sending, or let a worker send committed intents; if it rolled back, another client may have formed it since'
+        : '';
+    super('INTENT_GONE', '', context, detail, { reason });
   }
 }
 

@@ -23,6 +23,12 @@ export type OncelyEvent =
   | (EventBase & { type: 'unknown'; attempts: number })
   | (EventBase & { type: 'success'; status?: number; replayed: boolean; attempts: number })
   | (EventBase & { type: 'failure'; code: string; status?: number; attempts: number })
+  /**
+   * Another client's (process's, machine's) lease holds the intent: the call starts
+   * `waiting` for it, then goes on once it is `released`, or `taken_over` once it ran out
+   * (its holder died). `holder` is the lease's random owner id, `until` when it runs out.
+   */
+  | (EventBase & { type: 'lease_wait'; phase: 'waiting' | 'released' | 'taken_over'; holder: string; until: number })
   | { type: 'state'; record: IntentRecord; source: 'local' | 'remote' }
   | { type: 'store'; event: StoreEvent };
 

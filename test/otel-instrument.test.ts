@@ -154,3 +154,20 @@ describe('instrument(client): spans', () => {
     expect(spans().map((s) => s.attributes['oncely.outcome'])).toEqual(['abandoned']);
   });
 });
+
+describe('instrument(client): a wait for another process’s lease', () => {
+  it('shows in the call’s span as lease_wait events (taken over from a dead holder)', async () => {
+    const { client, spans } = instrumented();
+    const intent = await client.intent('payout:9');
+    await client.store.update(client.scope, 'payout:9', (r) =>
+      r ? { ...r, state: 'in_flight', attempts: 1, lease: { owner: 'dead:1', until: Date.now() - 1 } } : r,
+    );
+    await intent.post('payments', body);
+    const [span] = spans();
+    expect(span!.events.find((e) => e.name === 'oncely.lease_wait')?.attributes).toEqual({
+      'oncely.lease.phase': 'taken_over',
+      'oncely.lease.holder': 'dead:1',
+      'oncely.lease.until': expect.any(Number),
+    });
+  });
+});

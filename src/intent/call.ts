@@ -53,6 +53,8 @@ export interface IntentHandle {
    * the lock since ({@link LockSection.after}): then no other client can have sent it.
    */
   section?: number | undefined;
+  /** Formed inside the app's transaction: a record not found may not have committed yet. */
+  readonly inTransaction?: boolean;
 }
 
 /**
@@ -89,6 +91,7 @@ export const contextOf = (h: IntentHandle, extra: ErrorContext & { sent?: boolea
 async function begin(h: IntentHandle, plan: CallPlan<unknown, unknown>, lease: () => IntentLease, budget: RetryBudget) {
   const { ctx } = h;
   await applySentNote(h, budget.remaining());
+  let waitedOn: IntentLease | undefined;
   for (let wait = 50; ; wait = Math.min(wait * 2, 1_000)) {
     const now = ctx.now();
     let before: IntentRecord | undefined;
@@ -112,12 +115,20 @@ async function begin(h: IntentHandle, plan: CallPlan<unknown, unknown>, lease: (
       budget.remaining(),
     );
     if (before?.key === h.key) h.record = before;
+    const held = before?.lease;
     if (refusal === 'busy') {
-      if (budget.remaining() <= wait) throw new InProgressError({ ...contextOf(h), holder: 'client' });
+      const { owner, until } = held!;
+      if (!waitedOn) emit(h, { type: 'lease_wait', phase: 'waiting', holder: owner, until });
+      waitedOn = held;
+      if (budget.remaining() <= wait) {
+        emit(h, { type: 'failure', code: 'IN_PROGRESS', attempts: 0 });
+        throw new InProgressError({ ...contextOf(h), holder: 'client' });
+      }
       await sleep(wait, plan.signal);
       continue;
     }
-    if (refusal === 'gone') throw new IntentGoneError(contextOf(h));
+    if (refusal === 'gone')
+      throw new IntentGoneError({ ...contextOf(h), reason: h.inTransaction ? 'transaction' : 'other' });
     if (refusal === 'mismatch') mismatch(h, before!.fingerprint!, plan);
     if (refusal)
       throw new IntentExpiredError({
@@ -127,6 +138,12 @@ async function begin(h: IntentHandle, plan: CallPlan<unknown, unknown>, lease: (
         reason: refusal,
       });
     if (stored) h.record = stored;
+    // A lease of another call found stale was taken over; one waited on was released or ran out.
+    const stale = held && held.owner !== stored?.lease?.owner ? held : undefined;
+    if (stale || waitedOn) {
+      const { owner, until } = (stale ?? waitedOn)!;
+      emit(h, { type: 'lease_wait', phase: stale ? 'taken_over' : 'released', holder: owner, until });
+    }
     report(h);
     return { before: before!, warm: false, stored: Promise.resolve(), drop: () => {} };
   }

@@ -28,8 +28,8 @@ export type { DataOf, IntentResponse, RequestOptions, RunContext, RunOptions } f
 export class Intent {
   readonly #h: IntentHandle;
 
-  constructor(ctx: ClientContext, record: IntentRecord) {
-    this.#h = { ctx, scope: record.scope, name: record.name, key: record.key, record };
+  constructor(ctx: ClientContext, record: IntentRecord, inTransaction = false) {
+    this.#h = { ctx, scope: record.scope, name: record.name, key: record.key, record, inTransaction };
   }
 
   get name(): string {

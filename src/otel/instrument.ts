@@ -113,6 +113,21 @@ export function instrument(client: Pick<Client, 'on'>, options: InstrumentOption
         flush(call);
         call.attempt = { attributes: attemptAttributes(event), time: Date.now() };
         return;
+      case 'lease_wait':
+        // Before any attempt: the call's span starts with its wait for another client's lease.
+        if (!call) {
+          call = {
+            span: tracer.startSpan(`oncely ${kind}`, { attributes: callAttributes(event) }),
+            attempt: undefined,
+          };
+          open.set(id, call);
+        }
+        call.span.addEvent('oncely.lease_wait', {
+          'oncely.lease.phase': event.phase,
+          'oncely.lease.holder': event.holder,
+          'oncely.lease.until': event.until,
+        });
+        return;
       case 'retry':
         count.retry.add(1, { ...metric, 'oncely.retry.reason': event.reason });
         if (call)
