@@ -23,9 +23,12 @@ const KB = 1024;
  * src/intent/keys.ts, whose SHA-1 therefore counts as oncely's own code).
  * Issue 13 asks for TARGET, which this bundle misses: without its strings oncely's own code
  * still gzips to about 13 KB, and ky (8.9 KB, one class that does not tree-shake) and
- * p-retry (1.8 KB) are kept by design. The report prints both.
+ * p-retry (1.8 KB) are kept by design. The report prints both. Issue 17's boundaries (a bound
+ * on every read, `sent` on every error, IntentPendingError, fetch(Request), lease_wait)
+ * added 1.1 KB: 33.6 KB / 23.6 KB. Issue 18 §4 is the one that cuts it (run()/fetch() and
+ * profiles reached only by import).
  */
-export const BUDGET = { total: 32.5 * KB, own: 22.5 * KB };
+export const BUDGET = { total: 34 * KB, own: 24 * KB };
 /** What issue 13 asks for. Reported, not enforced. */
 export const TARGET = { total: 18 * KB, own: 6 * KB };
 
