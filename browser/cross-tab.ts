@@ -98,7 +98,7 @@ export class WebLocksCoordinator implements IntentCoordinator {
   ): Promise<T> {
     const holds = this.#holds;
     if (holds) return holds.run(this.#lockPrefix + intentId(scope, name), fn, signal);
-    return this.#localExclusive(scope, name, () => fn(), signal);
+    return this.#local.exclusive(scope, name, () => fn(), signal);
   }
 
   /**
@@ -189,23 +189,5 @@ export class WebLocksCoordinator implements IntentCoordinator {
         });
       }
     }
-  }
-
-  #localExclusive<T>(scope: string, name: string, fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
-    if (!signal) return this.#local.exclusive(scope, name, fn);
-    if (signal.aborted) return Promise.reject(signal.reason);
-    let granted = false;
-    const run = this.#local.exclusive(scope, name, () => {
-      if (signal.aborted) return Promise.reject(signal.reason);
-      granted = true;
-      return fn();
-    });
-    return new Promise<T>((resolve, reject) => {
-      const onAbort = () => {
-        if (!granted) reject(signal.reason);
-      };
-      signal.addEventListener('abort', onAbort, { once: true });
-      run.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
-    });
   }
 }

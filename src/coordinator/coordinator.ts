@@ -75,8 +75,24 @@ export function coordinatorFor(store: object): LocalCoordinator {
 export class LocalCoordinator implements IntentCoordinator {
   readonly #queue = new KeyedQueue();
 
-  exclusive<T>(scope: string, name: string, fn: () => Promise<T>): Promise<T> {
-    return this.#queue.run(intentId(scope, name), () => fn());
+  /** Runs `fn` after the intent's earlier sections; `signal` ends the wait (not a section that started). */
+  exclusive<T>(scope: string, name: string, fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+    const id = intentId(scope, name);
+    if (!signal) return this.#queue.run(id, () => fn());
+    if (signal.aborted) return Promise.reject(signal.reason);
+    let granted = false;
+    const run = this.#queue.run(id, () => {
+      if (signal.aborted) return Promise.reject(signal.reason);
+      granted = true;
+      return fn();
+    });
+    return new Promise<T>((resolve, reject) => {
+      const onAbort = () => {
+        if (!granted) reject(signal.reason);
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      run.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+    });
   }
 
   publish(): void {}

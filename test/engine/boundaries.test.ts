@@ -197,6 +197,30 @@ describe('2. sent never lies; 7. no store call outlives the deadline', () => {
   });
 });
 
+describe('no wait outlives the deadline', () => {
+  it("a call waiting for the lock behind another client's long call ends at its deadline, nothing sent", async () => {
+    let release = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const s = await server(async () => {
+      await held;
+      return { status: 201, body: {} };
+    });
+    const store = new MemoryStore();
+    const slow = client(s.url, { store, retry: { ...FAST, timeout: 10_000, deadline: 20_000 } });
+    const waiting = client(s.url, { store, retry: { ...FAST, deadline: 400 } });
+    const first = (await slow.intent('lock:1')).post('pay', { json: {} });
+    while (s.requests.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    const { error, ms } = await timed((await waiting.intent('lock:1')).post('pay', { json: {} }));
+    expect(error).toMatchObject({ code: 'IN_PROGRESS', holder: 'client', sent: false });
+    expect(ms).toBeLessThan(400 + 500);
+    expect(s.requests).toHaveLength(1);
+    release();
+    await first;
+  });
+});
+
 describe('3. a transport that throws after sending is not "no effect"', () => {
   it('run(): sends, then throws a plain Error: unknown, not failed, not retried', async () => {
     const s = await server();
