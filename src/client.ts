@@ -2,6 +2,7 @@ import ky, { type Options as KyOptions } from 'ky';
 import { coordinatorFor, type IntentCoordinator, LocalCoordinator } from './coordinator/coordinator.js';
 import { IntentPendingError, InvalidArgumentError, InvalidKeyError } from './errors.js';
 import { type ClientStats, EventHub, type EventOf, type OncelyEvent, type OncelyEventType } from './events.js';
+import { type Network, platformNetwork } from './http/network.js';
 import type { ClientContext } from './intent/context.js';
 import { Intent } from './intent/intent.js';
 import { type KeyKind, mintKey, validateKey } from './intent/keys.js';
@@ -10,7 +11,7 @@ import { storeCall } from './intent/store-call.js';
 import { newRecord } from './intent/transitions.js';
 import type { Profile } from './profiles/profiles.js';
 import { type ProfileName, resolveProfile } from './profiles/registry.js';
-import { checkMs, type RetryOptions, resolveRetryOptions } from './retry/policy.js';
+import { checkMs, MAX_TIMER, type RetryOptions, resolveRetryOptions } from './retry/policy.js';
 import { MemoryStore } from './store/memory-store.js';
 import { isPending, PENDING_STATES, pastRetention } from './store/record-rules.js';
 import type { IntentRecord, IntentState, ObservableStore, Store } from './store/store.js';
@@ -79,6 +80,18 @@ export interface ClientOptions {
    * @default 15_000
    */
   leaseTtl?: number;
+  /**
+   * Longest wait (ms) of one call for the network while the platform says it is offline
+   * (`navigator.onLine === false`), within the call's deadline. No attempt leaves while
+   * offline; a call that never got online and sent nothing ends `NotSentError`.
+   * @default the call's deadline
+   */
+  offlineWait?: number;
+  /**
+   * How oncely knows the platform is offline. `false` never waits.
+   * @default `navigator.onLine` and the `online` event where they exist (browsers); none in Node
+   */
+  network?: Network | false;
   /** Hears every event (same as `client.on('*', listener)`). */
   onEvent?: (event: OncelyEvent) => void;
   /** Wall clock (ms since epoch) for record times and expiry, for tests. @default Date.now */
@@ -176,6 +189,7 @@ function warmUp(): void {
     store: new MemoryStore(),
     coordinator: new LocalCoordinator(),
     fetch: async () => answer(),
+    network: false,
     retry: { maxAttempts: 1 },
   });
   client
@@ -224,6 +238,8 @@ export function createClient(options: ClientOptions): Client {
     storeTimeout: ms(options.storeTimeout, 'storeTimeout', 10_000),
     leaseTtl: ms(options.leaseTtl, 'leaseTtl', 15_000),
     inflight: new Map(),
+    network: options.network === false ? undefined : (options.network ?? platformNetwork()),
+    offlineWait: ms(options.offlineWait, 'offlineWait', MAX_TIMER),
     warmUp,
   };
   if (options.onEvent) hub.on('*', options.onEvent);

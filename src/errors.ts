@@ -59,7 +59,7 @@ const MESSAGES: { [code in OncelyErrorCode]?: Template } = {
   INTENT_GONE: (i, _, d) =>
     `The stored record of intent "${i}" is gone or holds another key (${d || 'reset, cleared or swept by another client'}). ${NOTHING} Call client.intent(name) to form the intent anew.`,
   NOT_SENT: (i, n) =>
-    `Nothing of intent "${i}" reached a server in ${n} attempt(s) (connection refused, DNS failure, or a hook failed before sending). The intent is as it was; it is safe to send it again.`,
+    `Nothing of intent "${i}" reached a server in ${n} attempt(s) (offline, connection refused, DNS failure, or a hook failed before sending). The intent is as it was; it is safe to send it again.`,
   KEY_REUSED: (i, _, d) =>
     `The server rejected the idempotency key of intent "${i}" (HTTP ${d}): it was already used with a different request. Use a new intent for a different request.`,
   INTENT_EXPIRED: (i, _, d) =>

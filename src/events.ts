@@ -29,6 +29,8 @@ export type OncelyEvent =
    * (its holder died). `holder` is the lease's random owner id, `until` when it runs out.
    */
   | (EventBase & { type: 'lease_wait'; phase: 'waiting' | 'released' | 'taken_over'; holder: string; until: number })
+  /** The platform is offline: the call waits for the network before its next attempt (`paused`), then goes on (`resumed`). */
+  | (EventBase & { type: 'offline'; phase: 'paused' | 'resumed' })
   | { type: 'state'; record: IntentRecord; source: 'local' | 'remote' }
   | { type: 'store'; event: StoreEvent };
 

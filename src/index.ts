@@ -8,6 +8,7 @@ export { createClient, MAX_INTENT_NAME_LENGTH } from './client.js';
 export { type IntentCoordinator, LocalCoordinator } from './coordinator/coordinator.js';
 export * from './errors.js';
 export type { ClientStats, EventOf, OncelyEvent, OncelyEventType } from './events.js';
+export type { Network } from './http/network.js';
 export type { InferOutput, StandardSchemaV1 } from './http/schema.js';
 export type { DataOf, IntentResponse, RequestOptions, RunContext, RunOptions } from './intent/intent.js';
 export { Intent } from './intent/intent.js';

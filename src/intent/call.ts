@@ -6,6 +6,7 @@ import {
   IntentGoneError,
   IntentMismatchError,
 } from '../errors.js';
+import { untilOnline } from '../http/network.js';
 import { type AttemptReport, type LoopEnd, retryLoop, sleep } from '../retry/loop.js';
 import { parseRetryAfter, RetryBudget } from '../retry/policy.js';
 import { horizon, pastRetention, SENT_STATES } from '../store/record-rules.js';
@@ -256,6 +257,28 @@ async function write(
   report(h);
 }
 
+/**
+ * While the platform is offline no attempt leaves: wait for the network within the deadline
+ * and `offlineWait`. Resolves `undefined` to go on, or the report of an attempt that never
+ * left (not retried: the wait used what the call had).
+ */
+async function waitForNetwork(
+  h: IntentHandle,
+  budget: RetryBudget,
+  signal: AbortSignal | undefined,
+): Promise<AttemptReport<never> | undefined> {
+  const { network, offlineWait } = h.ctx;
+  if (!network || network.online) return undefined;
+  emit(h, { type: 'offline', phase: 'paused' });
+  const back = await untilOnline(network, Math.min(budget.remaining(), offlineWait), signal);
+  if (back) {
+    emit(h, { type: 'offline', phase: 'resumed' });
+    return undefined;
+  }
+  const error = new DOMException('The network stayed offline', 'NetworkError');
+  return { outcome: 'no_answer', replayed: false, sent: false, final: true, error };
+}
+
 /** An attempt whose transport or callback threw: it may have sent; not retried, the outcome unknown. */
 async function attemptSafely<V>(run: () => Promise<AttemptReport<V>>): Promise<AttemptReport<V>> {
   try {
@@ -331,6 +354,8 @@ export async function sendCall<V, T>(
             () => undefined,
           );
         }
+        const offline = await waitForNetwork(h, budget, plan.signal);
+        if (offline) return offline;
         emit(h, { type: 'attempt', attempt: n, method: plan.method, url: plan.url });
         const r = await attemptSafely(() => plan.attempt(n, budget.attemptTimeout(), plan.signal));
         if (r.outcome === 'in_progress' && r.status) {

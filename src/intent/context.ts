@@ -1,6 +1,7 @@
 import type { KyInstance } from 'ky';
 import type { IntentCoordinator } from '../coordinator/coordinator.js';
 import type { EventHub } from '../events.js';
+import type { Network } from '../http/network.js';
 import type { Profile } from '../profiles/profiles.js';
 import type { ResolvedRetryOptions } from '../retry/policy.js';
 import type { Store } from '../store/store.js';
@@ -33,6 +34,10 @@ export interface ClientContext {
   leaseTtl: number;
   /** Calls in flight in this client, per intent: a second identical call joins the first. */
   inflight: Map<string, { fingerprint: string; promise: Promise<unknown> }>;
+  /** The platform's view of the network, where it has one (browsers): no attempt leaves while offline. */
+  network: Network | undefined;
+  /** Longest wait for the network per call (ms), within the deadline. */
+  offlineWait: number;
   /** Compiles the request path once per page, off the network (`intent.hold()` starts it). */
   warmUp: () => void;
 }

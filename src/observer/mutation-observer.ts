@@ -235,6 +235,7 @@ export class IdempotentMutationObserver<T = unknown, V = void> {
         (e) => mine(e) && this.#dispatch({ type: 'attempt', attempt: e.attempt, retry: false }, true),
       ),
       client.on('retry', (e) => mine(e) && this.#dispatch({ type: 'attempt', attempt: e.attempt, retry: true })),
+      client.on('offline', (e) => mine(e) && this.#dispatch({ type: 'paused', paused: e.phase === 'paused' })),
     ];
     void this.#load();
   }

@@ -18,6 +18,11 @@ export interface MutationState<T> {
   isIdle: boolean;
   /** `pending` or `retrying`: a request is on its way. Keep the button disabled while true. */
   isPending: boolean;
+  /**
+   * The call waits for the network: the platform is offline and nothing is sent until it
+   * is back (TanStack's name). The same call goes on, under the same key, once online.
+   */
+  isPaused: boolean;
   /** `status === 'success'`. */
   isSuccess: boolean;
   /**
@@ -52,6 +57,8 @@ export type MutationAction<T> =
   | { type: 'stored'; record: IntentRecord; status?: MutationStatus }
   | { type: 'pending' }
   | { type: 'attempt'; attempt: number; retry: boolean }
+  /** The call waits for the network (`paused: true`), or goes on. */
+  | { type: 'paused'; paused: boolean }
   | { type: 'success'; data: T; replayed: boolean | undefined; attempts: number; record: IntentRecord }
   | { type: 'error'; error: unknown; status: MutationStatus; attempts: number; record: IntentRecord | undefined }
   /** `reset()`: clear what the UI shows, keep the key and the record. */
@@ -69,6 +76,7 @@ const IDLE: Fields<never> = {
   replayed: undefined,
   attempts: 0,
   record: undefined,
+  isPaused: false,
 };
 
 export const STATUS_OF: Record<IntentState, MutationStatus> = {
@@ -113,7 +121,10 @@ function transition<T>(state: MutationState<T>, action: MutationAction<T>): Muta
       return { ...IDLE, status: 'pending', key: state.key, record: state.record };
     case 'attempt':
       if (!busy(state.status)) return state;
-      return { ...state, status: action.retry ? 'retrying' : state.status, attempts: action.attempt };
+      return { ...state, status: action.retry ? 'retrying' : state.status, attempts: action.attempt, isPaused: false };
+    case 'paused':
+      if (!busy(state.status) || state.isPaused === action.paused) return state;
+      return { ...state, isPaused: action.paused };
     case 'success': {
       const { data, replayed, attempts, record } = action;
       return { ...IDLE, status: 'success', data, replayed, attempts, key: record.key, record };

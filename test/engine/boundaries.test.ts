@@ -16,7 +16,7 @@ import {
   type RecordUpdater,
 } from '../../src/index.js';
 import { inProgressBackoff, resolveRetryOptions } from '../../src/retry/policy.js';
-import { type Reply, type WireServer, wireServer } from '../helpers/wire-server.js';
+import { type Reply, wireServer } from '../helpers/wire-server.js';
 
 const closing: (() => unknown)[] = [];
 afterEach(async () => {
