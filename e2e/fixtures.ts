@@ -119,7 +119,7 @@ export async function claimedKey(page: Page): Promise<string> {
 }
 
 /** Waits for the hook status the page shows (`idle`, `pending`, `retrying`, `success`, `error`, `unknown`). */
-export async function expectState(page: Page, state: string, timeout?: number): Promise<void> {
+export async function expectState(page: Page, state: string | RegExp, timeout?: number): Promise<void> {
   await expect(page.getByTestId('state')).toHaveText(state, timeout ? { timeout } : {});
 }
 

@@ -15,10 +15,22 @@ const Payment = z.object({
   status: z.literal('succeeded'),
 });
 
-const SHOWN_EVENTS = new Set(['attempt', 'retry', 'conflict', 'replay', 'mismatch', 'unknown', 'success', 'failure']);
+const SHOWN_EVENTS = new Set([
+  'offline',
+  'attempt',
+  'retry',
+  'conflict',
+  'replay',
+  'mismatch',
+  'unknown',
+  'success',
+  'failure',
+]);
 
 function describeEvent(event: OncelyEvent): string {
   switch (event.type) {
+    case 'offline':
+      return event.phase === 'paused' ? 'offline: waiting for the network' : 'back online';
     case 'attempt':
       return `attempt ${event.attempt}: ${event.method} ${new URL(event.url).pathname}`;
     case 'retry':
@@ -129,6 +141,8 @@ export function Checkout({ client, config }: { client: Client; config: PageConfi
         <dl>
           <dt>Status</dt>
           <dd data-testid="state">{pay.status}</dd>
+          <dt>Waiting for the network</dt>
+          <dd data-testid="paused">{pay.isPaused ? 'yes' : 'no'}</dd>
           <dt>Idempotency key</dt>
           <dd data-testid="key">{pay.key ?? '…'}</dd>
           <dt>Replayed</dt>
