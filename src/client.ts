@@ -1,6 +1,6 @@
 import ky, { type Options as KyOptions } from 'ky';
 import { coordinatorFor, type IntentCoordinator, LocalCoordinator } from './coordinator/coordinator.js';
-import { IntentPendingError, InvalidArgumentError, InvalidKeyError } from './errors.js';
+import { IntentPendingError, InvalidArgumentError, InvalidKeyError, StoreError } from './errors.js';
 import { type ClientStats, EventHub, type EventOf, type OncelyEvent, type OncelyEventType } from './events.js';
 import { type Network, platformNetwork } from './http/network.js';
 import type { ClientContext } from './intent/context.js';
@@ -276,16 +276,24 @@ export function createClient(options: ClientOptions): Client {
         // Housekeeping must never fail a payment: a failing sweep is the store's to report.
         sweep().catch(() => 0);
       }
-      // Relaxed: a claim lost in a crash sent nothing; the in_flight write before the first attempt is strict.
-      const { record } = await guarded(
+      // Strict: once intent() resolves the app may act on the key (show the order, hand it on),
+      // so it survives a crash of the store (DESIGN rule 13).
+      const claimed = await guarded(
         'forming the intent',
         () =>
           store.claim(newRecord(scope, name, key, now(), ctx.keyTtl), {
-            durability: 'relaxed',
+            durability: 'strict',
             ...(intentOptions.transaction !== undefined ? { transaction: intentOptions.transaction } : {}),
           }),
         { intent: name },
       );
+      const record = claimed?.record;
+      // A store that answers garbage is the store's failure, not a TypeError of ours.
+      if (record?.scope !== scope || record.name !== name || typeof record.key !== 'string')
+        throw new StoreError(`The store answered a claim of intent "${name}" with no record of it. Nothing was sent.`, {
+          scope,
+          intent: name,
+        });
       if (intentOptions.key !== undefined && record.key !== intentOptions.key)
         throw new InvalidKeyError(
           `intent "${name}" already has another key stored; reset() it before using a new key`,
@@ -298,6 +306,8 @@ export function createClient(options: ClientOptions): Client {
     },
     async pending() {
       const records = await guarded('listing pending intents', () => store.list(scope, PENDING_STATES));
+      if (!Array.isArray(records))
+        throw new StoreError('The store answered a list of intents with something else than a list.', { scope });
       const t = now();
       return records.map((r) => ({
         name: r.name,

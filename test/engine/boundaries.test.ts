@@ -221,6 +221,34 @@ describe('no wait outlives the deadline', () => {
   });
 });
 
+describe('a store that answers garbage', () => {
+  it('a claim or a list answered with garbage is a StoreError, not a TypeError', async () => {
+    class Garbage extends MemoryStore {
+      override async claim() {
+        return { record: undefined } as never;
+      }
+      override async list() {
+        return { rows: [] } as never;
+      }
+    }
+    const api = client('http://127.0.0.1:9/', { store: new Garbage() });
+    await expect(api.intent('g')).rejects.toMatchObject({ code: 'STORE_FAILED', sent: false });
+    await expect(api.pending()).rejects.toMatchObject({ code: 'STORE_FAILED' });
+  });
+
+  it('an intent() resolves only after a strict (durable) claim', async () => {
+    const seen: unknown[] = [];
+    class Spy extends MemoryStore {
+      override async claim(fresh: IntentRecord, options?: object) {
+        seen.push(options);
+        return super.claim(fresh);
+      }
+    }
+    await client('http://127.0.0.1:9/', { store: new Spy() }).intent('durable');
+    expect(seen).toEqual([{ durability: 'strict' }]);
+  });
+});
+
 describe('3. a transport that throws after sending is not "no effect"', () => {
   it('run(): sends, then throws a plain Error: unknown, not failed, not retried', async () => {
     const s = await server();
