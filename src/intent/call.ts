@@ -24,6 +24,10 @@ const CLOCK_SKEW = 5 * 60 * 1000;
 /** What a call may take past its deadline to write its outcome (a store slower than that fails it). */
 export const SETTLE_GRACE = 1_000;
 
+/** `client.send()` found the intent formed before: it sends under the stored key instead. */
+class FormedElsewhere extends Error {}
+export const isFormedElsewhere = (error: unknown): boolean => error instanceof FormedElsewhere;
+
 /** What a call of `request()`, `run()` or `fetch()` brings to the engine. */
 export interface CallPlan<V, T> {
   fingerprint: string;
@@ -56,6 +60,8 @@ export interface IntentHandle {
   section?: number | undefined;
   /** Formed inside the app's transaction: a record not found may not have committed yet. */
   readonly inTransaction?: boolean;
+  /** `record` is not stored yet (`client.send`): the `in_flight` write stores it, claim and send in one. */
+  unstored?: boolean;
 }
 
 /**
@@ -96,14 +102,17 @@ async function begin(h: IntentHandle, plan: CallPlan<unknown, unknown>, lease: (
   for (let wait = 50; ; wait = Math.min(wait * 2, 1_000)) {
     const now = ctx.now();
     let before: IntentRecord | undefined;
-    let refusal: 'gone' | 'mismatch' | 'expired' | 'clock' | 'busy' | undefined;
+    let refusal: 'gone' | 'elsewhere' | 'mismatch' | 'expired' | 'clock' | 'busy' | undefined;
     const stored = await storeCall(
       ctx,
       'marking the intent in flight',
       () =>
-        ctx.store.update(h.scope, h.name, (current) => {
+        ctx.store.update(h.scope, h.name, (stored) => {
+          // Unstored, a missing record is formed by this write; one formed before is not ours.
+          const current = h.unstored && !stored ? h.record : stored;
           before = current;
-          if (!current || current.key !== h.key) refusal = 'gone';
+          if (h.unstored && stored) refusal = 'elsewhere';
+          else if (!current || current.key !== h.key) refusal = 'gone';
           else if (current.fingerprint !== undefined && changed(current.fingerprint, plan).length) refusal = 'mismatch';
           else if (SENT_STATES.includes(current.state) && current.createdAt > now + CLOCK_SKEW) refusal = 'clock';
           else if (SENT_STATES.includes(current.state) && pastRetention(current, now, ctx.keyTtl)) refusal = 'expired';
@@ -128,6 +137,7 @@ async function begin(h: IntentHandle, plan: CallPlan<unknown, unknown>, lease: (
       await sleep(wait, plan.signal);
       continue;
     }
+    if (refusal === 'elsewhere') throw new FormedElsewhere();
     if (refusal === 'gone')
       throw new IntentGoneError({ ...contextOf(h), reason: h.inTransaction ? 'transaction' : 'other' });
     if (refusal === 'mismatch') mismatch(h, before!.fingerprint!, plan);
@@ -139,6 +149,7 @@ async function begin(h: IntentHandle, plan: CallPlan<unknown, unknown>, lease: (
         reason: refusal,
       });
     if (stored) h.record = stored;
+    h.unstored = false;
     // A lease of another call found stale was taken over; one waited on was released or ran out.
     const stale = held && held.owner !== stored?.lease?.owner ? held : undefined;
     if (stale || waitedOn) {

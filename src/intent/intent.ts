@@ -28,8 +28,9 @@ export type { DataOf, IntentResponse, RequestOptions, RunContext, RunOptions } f
 export class Intent {
   readonly #h: IntentHandle;
 
-  constructor(ctx: ClientContext, record: IntentRecord, inTransaction = false) {
-    this.#h = { ctx, scope: record.scope, name: record.name, key: record.key, record, inTransaction };
+  /** @internal `unstored`: `record` is not stored yet; the first send's write stores it (`client.send`). */
+  constructor(ctx: ClientContext, record: IntentRecord, inTransaction = false, unstored = false) {
+    this.#h = { ctx, scope: record.scope, name: record.name, key: record.key, record, inTransaction, unstored };
   }
 
   get name(): string {
