@@ -165,7 +165,12 @@ export class Intent {
   hold(): () => void {
     const { coordinator, warmUp } = this.#h.ctx;
     const onHeld = async (section: LockSection) => {
-      await this.#readIn(section);
+      const seen = this.#h.record;
+      const record = await this.#readIn(section);
+      // What a (re)gained lock finds is news to whoever shows this intent: a tab that died
+      // after its in_flight write but before telling the others left it in flight.
+      if (record.state !== seen.state || record.updatedAt !== seen.updatedAt)
+        this.#h.ctx.hub.emit({ type: 'state', record, source: 'local' });
       setTimeout(warmUp, 0);
     };
     return coordinator.hold?.(this.scope, this.name, onHeld) ?? (() => {});
