@@ -1,7 +1,7 @@
 /**
  * `oncely` as resolved in browsers (the `browser` export condition): the core API, with
  * a `createClient` whose store defaults to IndexedDB and whose coordinator defaults to
- * Web Locks + BroadcastChannel across tabs.
+ * Web Locks + BroadcastChannel across tabs, and whose small requests outlive the page.
  */
 import { type Client, type ClientOptions, createClient as createCoreClient } from '../src/client.js';
 import { lazyStore } from '../src/store/lazy-store.js';
@@ -21,5 +21,6 @@ export function createClient(options: ClientOptions): Client {
     ...options,
     store: options.store ?? lazyStore(openBrowserStore()),
     coordinator: options.coordinator ?? new WebLocksCoordinator(),
+    keepalive: options.keepalive ?? true,
   });
 }

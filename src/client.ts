@@ -94,6 +94,14 @@ export interface ClientOptions {
    * @default `navigator.onLine` and the `online` event where they exist (browsers); none in Node
    */
   network?: Network | false;
+  /**
+   * Sends requests whose body is at most 32 KB with `keepalive`, so that one already sent
+   * reaches the server even if the page closes (the next visit gets the replay). Browsers
+   * cap keepalive bodies in flight at 64 KB per page; an attempt that gets no answer is
+   * retried without it.
+   * @default true from `oncely` in browsers (`oncely/browser`), false elsewhere
+   */
+  keepalive?: boolean;
   /** Hears every event (same as `client.on('*', listener)`). */
   onEvent?: (event: OncelyEvent) => void;
   /** Wall clock (ms since epoch) for record times and expiry, for tests. @default Date.now */
@@ -256,6 +264,7 @@ export function createClient(options: ClientOptions): Client {
     inflight: new Map(),
     network: options.network === false ? undefined : (options.network ?? platformNetwork()),
     offlineWait: ms(options.offlineWait, 'offlineWait', MAX_TIMER),
+    keepalive: options.keepalive === true,
     warmUp,
   };
   if (options.onEvent) hub.on('*', options.onEvent);

@@ -10,6 +10,8 @@ export interface HttpTarget {
   url: string;
   headers: Headers;
   body?: string;
+  /** Outlives the page (browsers): set for small bodies when the client asks for it. */
+  keepalive?: boolean;
 }
 
 export interface HttpSender {
@@ -77,6 +79,7 @@ export async function httpAttempt(
         method: target.method,
         headers: target.headers,
         body: target.body,
+        ...(target.keepalive ? { keepalive: true } : {}),
         signal: bounded.signal,
         timeout: false,
         retry: 0,

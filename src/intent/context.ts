@@ -36,6 +36,8 @@ export interface ClientContext {
   inflight: Map<string, { fingerprint: string; promise: Promise<unknown> }>;
   /** The platform's view of the network, where it has one (browsers): no attempt leaves while offline. */
   network: Network | undefined;
+  /** Send small bodies with `keepalive` (browsers: a request sent outlives the page). */
+  keepalive: boolean;
   /** Longest wait for the network per call (ms), within the deadline. */
   offlineWait: number;
   /** Compiles the request path once per page, off the network (`intent.hold()` starts it). */

@@ -7,7 +7,7 @@ import {
   TransportError,
 } from '../errors.js';
 import type { ReadAnswer } from '../http/answer.js';
-import { fetchAttempt, type HttpSender, httpAttempt, withTimeout } from '../http/attempt.js';
+import { fetchAttempt, type HttpSender, type HttpTarget, httpAttempt, withTimeout } from '../http/attempt.js';
 import { type StandardSchemaV1, validate } from '../http/schema.js';
 import { reportThrown, reportValue } from '../http/thrown.js';
 import type { CallPlan, IntentHandle } from './call.js';
@@ -53,6 +53,9 @@ async function check(schema: StandardSchemaV1, answer: ReadAnswer, ms: number, c
   }
 }
 
+/** Largest body sent with `keepalive` (bytes). */
+const KEEPALIVE_BODY = 32 * 1024;
+
 const METHOD = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
 function checkMethod(method: unknown, where: { intent: string; scope: string }): string {
@@ -86,7 +89,9 @@ export async function requestPlan<S extends StandardSchemaV1 | undefined>(
   // A request without the key is not idempotent at the server: it is sent once, never retried.
   const keyed = options.sendKey === true || ctx.profile.keyedMethods.includes(upper);
   if (keyed) headers.set(ctx.profile.header, ctx.profile.encodeKey(h.key));
-  const http = { method: upper, url: target.url, headers, body };
+  const http: HttpTarget = { method: upper, url: target.url, headers, body };
+  // Chromium refuses keepalive bodies past 64 KB in flight per page: only small ones, in UTF-16 units × 3 bytes at most.
+  if (ctx.keepalive && (body?.length ?? 0) * 3 <= KEEPALIVE_BODY) http.keepalive = true;
   const sender: HttpSender = ctx;
   return {
     fingerprint: fingerprint({ method: upper, path: target.path, body: body ?? null }),
@@ -96,6 +101,8 @@ export async function requestPlan<S extends StandardSchemaV1 | undefined>(
     url: target.url,
     attempt: async (_n, timeout, signal) => {
       const report = await httpAttempt(sender, http, timeout, signal);
+      // No answer with keepalive may be the browser's quota: the next attempt goes without.
+      if (report.outcome === 'no_answer') http.keepalive = false;
       if (report.follow) http.url = report.follow;
       else if (!keyed) report.final = true;
       return report as Awaited<ReturnType<CallPlan<ReadAnswer, unknown>['attempt']>>;
