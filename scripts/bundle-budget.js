@@ -25,10 +25,11 @@ const KB = 1024;
  * still gzips to about 13 KB, and ky (8.9 KB, one class that does not tree-shake) and
  * p-retry (1.8 KB) are kept by design. The report prints both. Issue 17's boundaries (a bound
  * on every read, `sent` on every error, IntentPendingError, fetch(Request), lease_wait)
- * added 1.1 KB: 33.6 KB / 23.6 KB. Issue 18 §4 is the one that cuts it (run()/fetch() and
- * profiles reached only by import).
+ * added 1.1 KB: 33.6 KB / 23.6 KB; offline waits, keepalive, `send()` and the kept lock's
+ * report 0.7 KB more. Issue 18 §4 is the one that cuts it (run()/fetch() and profiles
+ * reached only by import).
  */
-export const BUDGET = { total: 34 * KB, own: 24 * KB };
+export const BUDGET = { total: 34.5 * KB, own: 24.5 * KB };
 /** What issue 13 asks for. Reported, not enforced. */
 export const TARGET = { total: 18 * KB, own: 6 * KB };
 
