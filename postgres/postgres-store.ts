@@ -66,6 +66,8 @@ const casSql = (relaxed: boolean) =>
  * over the new one: its updater runs again on the row that is stored. `claim(…, { transaction })`
  * joins a `pg` client inside the app's `BEGIN`. Run `await store.migrate()` once.
  *
+ * A claim is durable when it resolves (`synchronous_commit` on, even when asked for
+ * `durability: 'relaxed'`); relaxed updates commit without waiting for the WAL flush.
  * An updater may run more than once, each time with a newer record, when another writer
  * got in first; only the result of its last run is stored.
  *
@@ -123,15 +125,11 @@ export class PostgresStore implements Store {
         context,
       );
     const db = (tx as Queryable | undefined) ?? this.#db;
-    // Inside the app's transaction its own COMMIT decides durability.
-    const relaxed = tx === undefined && options.durability === 'relaxed';
+    // Never relaxed (`durability` is not read): an acknowledged claim survives a crash of
+    // the server, because the app may act on its key. In the app's transaction, its COMMIT.
     for (let round = 0; round < 100; round++) {
       const inserted = await this.query(
-        {
-          name: relaxed ? 'oncely_claim_relaxed' : 'oncely_claim',
-          text: insertSql(relaxed),
-          values: recordValues(record),
-        },
+        { name: 'oncely_claim', text: insertSql(false), values: recordValues(record) },
         'claim an intent',
         context,
         db,
