@@ -89,8 +89,9 @@ const CHECKPOINTER_AFTER = 100;
  * transaction; an update reads, runs the updater and writes in one, so updates are atomic
  * across processes. Writes made during one event-loop turn share one transaction and one
  * commit (group commit); strict commits sync the WAL (`synchronous=FULL`), relaxed ones
- * do not (`NORMAL`) and are synced by the next strict commit. Claims are always strict. A lock held by another
- * process is waited for from a timer, never by sleeping on the event loop.
+ * do not (`NORMAL`) and are synced by the next strict commit; claims are always strict.
+ * A lock held by another process is waited for from a timer, never by sleeping on the
+ * event loop.
  *
  * Bad records (edited by hand, damaged) follow the rules of `corrupt-records.ts`: moved to
  * the `quarantine` table and reported to {@link SqliteStore.subscribe} listeners; the key

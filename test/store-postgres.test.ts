@@ -63,7 +63,7 @@ describe('PostgresStore: claims in the app transaction', () => {
     expect(await store.update('payouts', 'payout:p1', (current) => current)).toBeUndefined();
   });
 
-  it("the handle of a rolled-back intent never sends nor overwrites the key another machine committed", async () => {
+  it('the handle of a rolled-back intent never sends nor overwrites the key another machine committed', async () => {
     await withPayouts();
     const sent: (string | null)[] = [];
     const fetch = async (input: RequestInfo | URL, init?: RequestInit) => {
@@ -71,7 +71,12 @@ describe('PostgresStore: claims in the app transaction', () => {
       return new Response('{}', { status: 201, headers: { 'content-type': 'application/json' } });
     };
     const pool = db.pool({ max: 2 });
-    const a = createClient({ baseUrl: 'https://api.test/', scope: 'payouts', store: new PostgresStore({ pool }), fetch });
+    const a = createClient({
+      baseUrl: 'https://api.test/',
+      scope: 'payouts',
+      store: new PostgresStore({ pool }),
+      fetch,
+    });
     const b = createClient({
       baseUrl: 'https://api.test/',
       scope: 'payouts',
