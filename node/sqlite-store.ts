@@ -90,8 +90,9 @@ const CHECKPOINTER_AFTER = 100;
  * transaction; an update reads, runs the updater and writes in one, so updates are atomic
  * across processes. Writes made during one event-loop turn share one transaction and one
  * commit (group commit); strict commits sync the WAL (`synchronous=FULL`), relaxed ones
- * do not (`NORMAL`) and are synced by the next strict commit. A lock held by another
- * process is waited for from a timer, never by sleeping on the event loop.
+ * do not (`NORMAL`) and are synced by the next strict commit; claims are always strict.
+ * A lock held by another process is waited for from a timer, never by sleeping on the
+ * event loop.
  *
  * Bad records (edited by hand, damaged) follow the rules of `corrupt-records.ts`: moved to
  * the `quarantine` table and reported to {@link SqliteStore.subscribe} listeners; the key
@@ -136,7 +137,8 @@ export class SqliteStore implements Store, ObservableStore {
   async claim(fresh: IntentRecord, options: ClaimOptions = {}): Promise<ClaimResult> {
     const record = validRecord(fresh, fresh.scope, fresh.name);
     const o = await this.#ready();
-    return this.#write(o, options, (context) => {
+    // Always strict: an acknowledged claim survives a power cut, because the app may act on its key.
+    return this.#write(o, { ...options, durability: 'strict' }, (context) => {
       this.#checkLegacy(context, o, record.scope, record.name);
       if (o.rows.insert(record)) return { record: { ...record }, created: true };
       const existing = this.#settle(context, o, record.scope, record.name, o.rows.read(record.scope, record.name));

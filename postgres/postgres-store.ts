@@ -32,8 +32,9 @@ export interface PostgresStoreOptions {
    */
   timeout?: number;
   /**
-   * Records whose version this store remembers, so that an update usually costs one
-   * statement (compare-and-set against the remembered version) instead of two.
+   * Records this store remembers, so that an update usually costs one statement
+   * (compare-and-set against the remembered row: its key, creation time and version)
+   * instead of two.
    * @default 10_000
    */
   cacheSize?: number;
@@ -52,17 +53,24 @@ const SET =
 const insertSql = (relaxed: boolean) =>
   `INSERT INTO oncely_intents (${RECORD_COLUMNS.replace(', version', '')}) VALUES (${VALUES})
    ON CONFLICT (scope, name) DO NOTHING RETURNING version${relaxed ? `, ${RELAXED}` : ''}`;
+// The version alone does not name a row: one rolled back, or deleted and formed again,
+// starts again at 1. The key and creation time of the row the updater saw say which one it was.
 const casSql = (relaxed: boolean) =>
   `UPDATE oncely_intents SET ${SET}, version = version + 1
-   WHERE scope = $1 AND name = $2 AND version = $13 RETURNING version${relaxed ? `, ${RELAXED}` : ''}`;
+   WHERE scope = $1 AND name = $2 AND version = $13 AND key = $14 AND created_at = $15
+   RETURNING version${relaxed ? `, ${RELAXED}` : ''}`;
 
 /**
  * Intents in the app's PostgreSQL (`oncely/postgres`): one row per (scope, name) in
  * `oncely_intents`, the key unique per scope. Claims are one `INSERT … ON CONFLICT DO
- * NOTHING RETURNING` (read back on conflict), updates are compare-and-set on a version
- * column, so both are atomic across connections and machines. `claim(…, { transaction })`
+ * NOTHING RETURNING` (read back on conflict), updates are compare-and-set on the row's
+ * identity (key, created_at) and version, so both are atomic across connections and
+ * machines, and a handle whose row was rolled back or formed again elsewhere never writes
+ * over the new one: its updater runs again on the row that is stored. `claim(…, { transaction })`
  * joins a `pg` client inside the app's `BEGIN`. Run `await store.migrate()` once.
  *
+ * A claim is durable when it resolves (`synchronous_commit` on, even when asked for
+ * `durability: 'relaxed'`); relaxed updates commit without waiting for the WAL flush.
  * An updater may run more than once, each time with a newer record, when another writer
  * got in first; only the result of its last run is stored.
  *
@@ -75,7 +83,10 @@ export class PostgresStore implements Store {
   readonly #db: Queryable;
   readonly #timeout: number;
   readonly #cacheSize: number;
-  /** intentId → last version seen: the compare-and-set guess. Wrong guesses only cost a read. */
+  /**
+   * intentId → last row seen: the compare-and-set guess, matched on the row's identity
+   * (key, created_at) and version. Wrong guesses only cost a read.
+   */
   readonly #versions = new Map<string, StoredRecord>();
 
   constructor(options: PostgresStoreOptions) {
@@ -117,15 +128,11 @@ export class PostgresStore implements Store {
         context,
       );
     const db = (tx as Queryable | undefined) ?? this.#db;
-    // Inside the app's transaction its own COMMIT decides durability.
-    const relaxed = tx === undefined && options.durability === 'relaxed';
+    // Never relaxed (`durability` is not read): an acknowledged claim survives a crash of
+    // the server, because the app may act on its key. In the app's transaction, its COMMIT.
     for (let round = 0; round < 100; round++) {
       const inserted = await this.query(
-        {
-          name: relaxed ? 'oncely_claim_relaxed' : 'oncely_claim',
-          text: insertSql(relaxed),
-          values: recordValues(record),
-        },
+        { name: 'oncely_claim', text: insertSql(false), values: recordValues(record) },
         'claim an intent',
         context,
         db,
@@ -174,7 +181,7 @@ export class PostgresStore implements Store {
           ? {
               name: relaxed ? 'oncely_cas_relaxed' : 'oncely_cas',
               text: casSql(relaxed),
-              values: [...recordValues(record), current.version],
+              values: [...recordValues(record), current.version, current.record.key, current.record.createdAt],
             }
           : {
               name: relaxed ? 'oncely_claim_relaxed' : 'oncely_claim',

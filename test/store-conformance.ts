@@ -14,6 +14,11 @@ export interface ConformanceStore {
   reopen?: () => Promise<Store>;
   /** Removes what the store left behind. */
   cleanup?: () => Promise<void>;
+  /**
+   * For stores that join the app's transactions: claims `record` through `store` inside
+   * a transaction that then rolls back, and resolves after the rollback.
+   */
+  claimRolledBack?: (store: Store, record: IntentRecord) => Promise<void>;
 }
 
 const T0 = 1_700_000_000_000;
@@ -180,6 +185,43 @@ export function runStoreConformance(name: string, makeStore: () => Promise<Confo
           ),
         );
         expect((await store.get('u1', 'pay'))?.attempts).toBe(20);
+      });
+    });
+
+    describe('identity (a record is known by its key, not its version)', () => {
+      /** Writes as the engine does: only over the record that has the key it holds. */
+      const sendAs = (key: string, seen: (string | undefined)[]) => (current: IntentRecord | undefined) => {
+        seen.push(current?.key);
+        return current?.key === key
+          ? { ...current, state: 'in_flight' as const, attempts: 1, fingerprint: 'fp', updatedAt: T0 + 10 }
+          : undefined;
+      };
+
+      it('an update sees the record formed again by another client, not the deleted one it remembers', async () => {
+        const made = await fresh();
+        const other = made.reopen ? await reopened(made) : made.store;
+        await made.store.claim(intentRecord('u1', 'pay', { key: 'k-first' }));
+        await other.delete('u1', 'pay');
+        const second = intentRecord('u1', 'pay', { key: 'k-second' });
+        await other.claim(second);
+        const seen: (string | undefined)[] = [];
+        expect(await made.store.update('u1', 'pay', sendAs('k-first', seen))).toEqual(second);
+        expect(seen.at(-1)).toBe('k-second');
+        expect(await other.get('u1', 'pay')).toEqual(second);
+        expect(await made.store.get('u1', 'pay')).toEqual(second);
+      });
+
+      it('a handle formed in a transaction that rolled back never writes over the record another client committed', async (context) => {
+        const made = await fresh();
+        if (!made.reopen || !made.claimRolledBack) return context.skip();
+        const other = await reopened(made);
+        await made.claimRolledBack(made.store, intentRecord('u1', 'pay', { key: 'k-rolled-back' }));
+        const committed = intentRecord('u1', 'pay', { key: 'k-committed' });
+        expect(await other.claim(committed)).toEqual({ record: committed, created: true });
+        const seen: (string | undefined)[] = [];
+        expect(await made.store.update('u1', 'pay', sendAs('k-rolled-back', seen))).toEqual(committed);
+        expect(seen.at(-1)).toBe('k-committed');
+        expect(await other.get('u1', 'pay')).toEqual(committed);
       });
     });
 

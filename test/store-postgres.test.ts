@@ -3,7 +3,8 @@ import { releasePending, takePending } from '../postgres/pending.js';
 import { PostgresStore } from '../postgres/postgres-store.js';
 import { settleIntent } from '../postgres/reconcile.js';
 import { drainOnce } from '../postgres/worker.js';
-import { InvalidArgumentError, InvalidKeyError, StoreError } from '../src/errors.js';
+import { createClient } from '../src/client.js';
+import { IntentGoneError, InvalidArgumentError, InvalidKeyError, StoreError } from '../src/errors.js';
 import { useTestDatabase } from './postgres/database.js';
 import { intentRecord, runStoreConformance } from './store-conformance.js';
 
@@ -15,6 +16,16 @@ runStoreConformance('PostgresStore', async () => {
   return {
     store: new PostgresStore({ pool }),
     reopen: async () => new PostgresStore({ pool: db.pool({ max: 4 }) }),
+    claimRolledBack: async (store, record) => {
+      const client = await pool.connect();
+      try {
+        await client.query('BEGIN');
+        await store.claim(record, { transaction: client });
+        await client.query('ROLLBACK');
+      } finally {
+        client.release();
+      }
+    },
   };
 });
 
@@ -50,6 +61,43 @@ describe('PostgresStore: claims in the app transaction', () => {
     expect(await store.get('payouts', 'payout:p1')).toBeUndefined();
     // The cached guess of the rolled-back row must not mislead a later update.
     expect(await store.update('payouts', 'payout:p1', (current) => current)).toBeUndefined();
+  });
+
+  it('the handle of a rolled-back intent never sends nor overwrites the key another machine committed', async () => {
+    await withPayouts();
+    const sent: (string | null)[] = [];
+    const fetch = async (input: RequestInfo | URL, init?: RequestInit) => {
+      sent.push(new Request(input, init).headers.get('idempotency-key'));
+      return new Response('{}', { status: 201, headers: { 'content-type': 'application/json' } });
+    };
+    const pool = db.pool({ max: 2 });
+    const a = createClient({
+      baseUrl: 'https://api.test/',
+      scope: 'payouts',
+      store: new PostgresStore({ pool }),
+      fetch,
+    });
+    const b = createClient({
+      baseUrl: 'https://api.test/',
+      scope: 'payouts',
+      store: new PostgresStore({ pool: db.pool({ max: 2 }) }),
+      fetch,
+    });
+    const client = await pool.connect();
+    let rolledBack: Awaited<ReturnType<typeof a.intent>>;
+    try {
+      await client.query('BEGIN');
+      rolledBack = await a.intent('payout:p9', { transaction: client });
+      await client.query('ROLLBACK');
+    } finally {
+      client.release();
+    }
+    const committed = await b.intent('payout:p9');
+    await expect(rolledBack.post('payouts', { json: { amount: 1 } })).rejects.toBeInstanceOf(IntentGoneError);
+    expect(sent).toEqual([]);
+    expect((await b.store.get('payouts', 'payout:p9'))?.key).toBe(committed.key);
+    await committed.post('payouts', { json: { amount: 1 } });
+    expect(sent).toEqual([`"${committed.key}"`]); // a Structured Field string (ietf profile)
   });
 
   it('a committed transaction has both rows, visible to another pool', async () => {

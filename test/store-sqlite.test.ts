@@ -1,7 +1,7 @@
-import { readFile, stat, writeFile } from 'node:fs/promises';
+import { open, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { openSqliteStore, SqliteStore, StoreFileError } from '../node/sqlite-store.js';
 import { defaultStateDir } from '../node/state-dir.js';
 import { CorruptRecordError, InvalidArgumentError, StoreError } from '../src/errors.js';
@@ -155,6 +155,24 @@ describe('SqliteStore file', () => {
     expect(await again.list('u1')).toHaveLength(300);
     expect((await again.get('u1', 'a:0'))?.state).toBe('unknown');
     expect(await filesUnder(dir)).toContain('intents.db');
+  });
+
+  it('a claim resolves only once the WAL is synced, even when asked for relaxed durability', async () => {
+    const { dir, store } = await setup();
+    await store.claim(intentRecord('u1', 'warm'));
+    const probe = await open(path.join(dir, 'probe'), 'w');
+    const datasync = vi.spyOn(Object.getPrototypeOf(probe), 'datasync');
+    await probe.close();
+    try {
+      await store.claim(intentRecord('u1', 'a'), { durability: 'relaxed' });
+      expect(datasync).toHaveBeenCalled();
+      datasync.mockClear();
+      // Relaxed updates stay relaxed (an outcome whose loss only causes a resend under the same key).
+      await store.update('u1', 'a', (current) => current && { ...current, attempts: 1 }, { durability: 'relaxed' });
+      expect(datasync).not.toHaveBeenCalled();
+    } finally {
+      datasync.mockRestore();
+    }
   });
 
   it('fails with a StoreError after close', async () => {
