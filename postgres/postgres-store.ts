@@ -164,10 +164,14 @@ export class PostgresStore implements Store {
     const context = { scope, intent: name };
     const relaxed = options.durability === 'relaxed';
     let guess = this.#versions.get(intentId(scope, name));
+    // Nothing remembered: guess no record first. An updater that forms one (`client.send()`:
+    // claim and in_flight in one write) then costs one INSERT; a wrong guess costs nothing.
+    let guessAbsent = guess === undefined;
     for (let round = 0; round < 1_000; round++) {
-      const fromGuess = guess !== undefined;
-      const current = guess ?? (await this.#read(scope, name));
+      const fromGuess = guess !== undefined || guessAbsent;
+      const current = guess ?? (guessAbsent ? undefined : await this.#read(scope, name));
       guess = undefined;
+      guessAbsent = false;
       const next = updater(
         current && { ...current.record, ...(current.record.lease && { lease: { ...current.record.lease } }) },
       );

@@ -349,3 +349,37 @@ describe('PostgresStore: the worker queue', () => {
     expect((await store.get('q', 'stale'))?.state).toBe('failed');
   });
 });
+
+describe('PostgresStore: client.send() in two round trips', () => {
+  it('a fresh intent: one INSERT forms it in flight before the first byte, one UPDATE settles it', async () => {
+    await db.reset();
+    const statements: string[] = [];
+    class Counting extends PostgresStore {
+      override query(...args: Parameters<PostgresStore['query']>) {
+        statements.push(
+          String((args[0] as { text: string }).text)
+            .trim()
+            .split(/\s+/)[0]!,
+        );
+        return super.query(...args);
+      }
+    }
+    const store = new Counting({ pool: db.pool({ max: 2 }) });
+    const states: (string | undefined)[] = [];
+    const api = createClient({
+      baseUrl: 'https://api.test/',
+      store,
+      fetch: async () => {
+        states.push((await new PostgresStore({ pool: db.pool({ max: 1 }) }).get('default', 'payout:s1'))?.state);
+        return new Response('{}', { status: 201, headers: { 'content-type': 'application/json' } });
+      },
+    });
+    await api.intent('warm-up'); // the client's first forming also sweeps
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    statements.length = 0;
+    const response = await api.send('payout:s1', 'POST', 'payouts', { json: { amount: 1 } });
+    expect(statements).toEqual(['INSERT', 'UPDATE']);
+    expect(states).toEqual(['in_flight']);
+    expect(await store.get('default', 'payout:s1')).toMatchObject({ state: 'succeeded', key: response.key });
+  });
+});

@@ -65,8 +65,9 @@ export interface WriteOptions {
   /**
    * `'strict'`: resolve once durable. `'relaxed'`: may resolve before the write is
    * flushed; a crash may lose it, and the store flushes it with its next strict write.
-   * oncely asks for relaxed writes only where losing one is safe (a claim that sent
-   * nothing yet, an outcome whose loss only causes a resend under the same key).
+   * oncely asks for relaxed writes only where losing one is safe (an outcome whose loss
+   * only causes a resend under the same key, a lease renewal, an attempt count); claims
+   * and `in_flight` writes are strict.
    * @default 'strict'
    */
   durability?: 'strict' | 'relaxed';
