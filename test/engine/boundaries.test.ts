@@ -31,6 +31,19 @@ async function server(handler: (n: number) => Reply | Promise<Reply> = () => ({ 
   return s;
 }
 
+/** A server that holds every request until `release()`, then answers 201. */
+async function heldServer() {
+  let release = () => {};
+  const held = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const s = await server(async () => {
+    await held;
+    return { status: 201, body: {} };
+  });
+  return { s, release };
+}
+
 /** A raw HTTP server: `respond` writes whatever it likes on the socket once a request arrived. */
 async function raw(respond: (socket: Socket, n: number) => void) {
   const requests: string[] = [];
@@ -199,14 +212,7 @@ describe('2. sent never lies; 7. no store call outlives the deadline', () => {
 
 describe('no wait outlives the deadline', () => {
   it("a call waiting for the lock behind another client's long call ends at its deadline, nothing sent", async () => {
-    let release = () => {};
-    const held = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    const s = await server(async () => {
-      await held;
-      return { status: 201, body: {} };
-    });
+    const { s, release } = await heldServer();
     const store = new MemoryStore();
     const slow = client(s.url, { store, retry: { ...FAST, timeout: 10_000, deadline: 20_000 } });
     const waiting = client(s.url, { store, retry: { ...FAST, deadline: 400 } });
@@ -267,14 +273,7 @@ describe('3. a transport that throws after sending is not "no effect"', () => {
 
 describe('4. nothing outside the call forgets what is on the wire', () => {
   it('reset() and clear() from another process refuse while the request is on the wire, and drop it with force', async () => {
-    let release = () => {};
-    const held = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    const s = await server(async () => {
-      await held;
-      return { status: 201, body: {} };
-    });
+    const { s, release } = await heldServer();
     const store = new MemoryStore();
     const a = client(s.url, { store, retry: { ...FAST, timeout: 5_000, deadline: 10_000 } });
     // Another process: the same store, its own coordinator (only the record's lease is shared).
