@@ -295,7 +295,7 @@ export function createClient(options: ClientOptions): Client {
     storeCall(ctx, what, run, { scope, ...extra });
   const sweep = () => guarded('sweeping', () => store.sweep(scope, now()));
 
-  return {
+  const client: Client = {
     scope,
     profile,
     store,
@@ -341,7 +341,7 @@ export function createClient(options: ClientOptions): Client {
       } catch (error) {
         // Formed before (by anyone): sent under the key stored, as intent() + request() would.
         if (!isFormedElsewhere(error)) throw error;
-        return (await this.intent(name)).request(method, path, options);
+        return (await client.intent(name)).request(method, path, options);
       }
     },
     async pending() {
@@ -379,4 +379,5 @@ export function createClient(options: ClientOptions): Client {
       await store.close?.();
     },
   };
+  return client;
 }
