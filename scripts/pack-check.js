@@ -148,7 +148,11 @@ function readmeProject(tarball, shell) {
   const type = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')).type;
   step(`the quick start's steps made ${project} with npm init -y ("type": ${JSON.stringify(type)})`);
   // For the type-check below only: the README's user needs no @types/node to run the quick start.
-  run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', `@types/node@${installed('@types/node')}`], dir);
+  run(
+    'npm',
+    ['install', '--no-audit', '--no-fund', '--prefer-offline', `@types/node@${installed('@types/node')}`],
+    dir,
+  );
   return dir;
 }
 
@@ -190,7 +194,9 @@ async function checkBare(tarball) {
     fail(`the quick start stored nothing in ${stateDir}`);
   const second = run(process.execPath, args, dir, env);
   if (/^201 /m.test(second)) fail(`the second run of the quick start paid again: ${JSON.stringify(second)}`);
-  step(`quick start (node ${quick.command}) ran as written, twice: ${JSON.stringify(first.trim())}, then ${JSON.stringify(second.trim())}`);
+  step(
+    `quick start (node ${quick.command}) ran as written, twice: ${JSON.stringify(first.trim())}, then ${JSON.stringify(second.trim())}`,
+  );
 
   // `npx oncely check` from the installed tarball, against a contract server on 127.0.0.1.
   writeFileSync(
