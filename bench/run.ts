@@ -10,7 +10,7 @@
  *
  * Sections: overhead (HTTP per-request overhead), claims (durable claims vs raw disk),
  * growth (1k to 1M intents stored), browser (IndexedDB and click delay in Chromium),
- * retry (CPU per retried attempt), bundle (scripts/bundle-budget.js).
+ * retry (CPU per retried attempt), startup (import time vs ky), bundle (scripts/bundle-budget.js).
  */
 import { execFile } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
@@ -24,8 +24,9 @@ import { measureOverhead, type OverheadMode, overheadRows } from './http-overhea
 import { notes } from './oncely.ts';
 import { measureRetryCpu, type RetryCpuResult, retryCpuRows } from './retry-cpu.ts';
 import { startServer } from './server-process.ts';
+import { measureStartup, type StartupResult, startupRows } from './startup.ts';
 
-const SECTIONS = ['overhead', 'claims', 'growth', 'browser', 'retry', 'bundle'] as const;
+const SECTIONS = ['overhead', 'claims', 'growth', 'browser', 'retry', 'startup', 'bundle'] as const;
 type Section = (typeof SECTIONS)[number];
 
 const args = process.argv.slice(2);
@@ -172,6 +173,19 @@ try {
     results.retry = retry;
     for (const [measure, figure, detail] of retryCpuRows(retry))
       rows.push({ section: 'retry', measure: measure!, figure: figure!, detail: detail! });
+  });
+
+  await section('startup', async () => {
+    const startup: StartupResult = await measureStartup({ rounds: quick ? 3 : 5, samples: quick ? 5 : 9 });
+    results.startup = startup;
+    for (const [measure, figure, detail] of startupRows(startup))
+      rows.push({
+        section: 'startup',
+        measure: measure!,
+        figure: figure!,
+        detail: detail!,
+        target: le(startup.ratio.median, 1.5),
+      });
   });
 
   await section('bundle', async () => {

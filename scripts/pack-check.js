@@ -1,9 +1,11 @@
 // The package as a user gets it. Packs oncely with `npm pack` from no `dist/` (prepack
 // builds), lints the tarball with publint and @arethetypeswrong/cli, then installs it in two
 // scratch projects outside the source tree, from the npm registry only:
-// - bare: no optional peer. Every peer-free entry imports and type-checks (skipLibCheck
-//   off); the README's quick start runs as written, twice, with its state directory in
-//   the scratch project; the edge export conditions resolve to the core entry, which asks
+// - bare: the project the README's quick start makes (`npm init -y`, so `"type": "commonjs"`),
+//   its shell steps run verbatim but for `npm install oncely`, which installs the tarball;
+//   no optional peer. Every peer-free entry imports and type-checks (skipLibCheck off); the
+//   quick start, saved as the README says, type-checks and runs as written, twice, with
+//   its state directory in the scratch project; the edge export conditions resolve to the core entry, which asks
 //   for a store, and a workerd bundle of it needs no Node built-in.
 // - full: every optional peer (msw, react). Every entry imports and type-checks; the MSW
 //   adapter mounts the contract server.
@@ -125,20 +127,46 @@ console.log(Object.keys(modules).length + ' entries import');
 `;
 }
 
+/** The README's quick start: its shell steps, the file name it says to save the code as, the code. */
+function readmeQuickStart() {
+  const readme = readFileSync(join(repo, 'README.md'), 'utf8');
+  const section = /## Quick start\n([\s\S]*?)\n## /.exec(readme)?.[1] ?? fail('README.md has no "## Quick start"');
+  const shell = /```sh\n([\s\S]*?)```/.exec(section)?.[1] ?? fail('the quick start has no ```sh block');
+  const code = /```ts\n([\s\S]*?)```/.exec(section)?.[1] ?? fail('the quick start has no ```ts block');
+  const file = /Save this as `([^`]+)`/.exec(section)?.[1] ?? fail('the quick start says no file name');
+  const command = /Run `node ([^`]+)`/.exec(section)?.[1] ?? fail('the quick start says no command');
+  return { shell, code, file, command };
+}
+
+/** Runs the quick start's shell steps in `root`, `npm install oncely` taking the tarball; returns the project made. */
+function readmeProject(tarball, shell) {
+  const project = /mkdir (\S+)/.exec(shell)?.[1] ?? fail('the quick start makes no directory');
+  const steps = shell.replace(/^npm install oncely$/m, `npm install --no-audit --no-fund --prefer-offline ${tarball}`);
+  if (steps === shell) fail('the quick start has no "npm install oncely" line');
+  run('sh', ['-e', '-c', steps], root);
+  const dir = join(root, project);
+  const type = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')).type;
+  step(`the quick start's steps made ${project} with npm init -y ("type": ${JSON.stringify(type)})`);
+  // For the type-check below only: the README's user needs no @types/node to run the quick start.
+  run(
+    'npm',
+    ['install', '--no-audit', '--no-fund', '--prefer-offline', `@types/node@${installed('@types/node')}`],
+    dir,
+  );
+  return dir;
+}
+
 async function checkBare(tarball) {
-  const dir = scratch('bare', tarball, [`@types/node@${installed('@types/node')}`]);
+  const quick = readmeQuickStart();
+  const dir = readmeProject(tarball, quick.shell);
   for (const peer of Object.values(PEER_ENTRIES)) {
     if (existsSync(join(dir, 'node_modules', peer))) fail(`the bare project got the optional peer ${peer}`);
   }
-  writeFileSync(join(dir, 'imports.ts'), importsScript(bareEntries));
-
-  // The README's quick start, as written.
-  const readme = readFileSync(join(repo, 'README.md'), 'utf8');
-  const quickStart = /## Quick start\s+```ts\n([\s\S]*?)```/.exec(readme)?.[1];
-  if (!quickStart) fail('README.md has no ```ts block under "## Quick start"');
-  writeFileSync(join(dir, 'quick-start.ts'), quickStart);
-  typecheck(dir, ['imports.ts', 'quick-start.ts']);
-  run(process.execPath, ['imports.ts'], dir);
+  // `.mts`: the project is CommonJS, as `npm init -y` makes it.
+  writeFileSync(join(dir, 'imports.mts'), importsScript(bareEntries));
+  writeFileSync(join(dir, quick.file), quick.code);
+  typecheck(dir, ['imports.mts', quick.file]);
+  run(process.execPath, ['imports.mts'], dir);
   step(`bare (no optional peer): ${bareEntries.join(', ')} import and type-check`);
 
   // A peer entry fails only for want of its peer, and says which.
@@ -159,17 +187,20 @@ async function checkBare(tarball) {
   // keys there (and nothing is left in the real home).
   const stateDir = join(dir, 'state');
   const env = { ...process.env, ONCELY_STATE_DIR: stateDir, HOME: join(dir, 'home'), XDG_STATE_HOME: '' };
-  const first = run(process.execPath, ['quick-start.ts'], dir, env);
+  const args = quick.command.split(' ');
+  const first = run(process.execPath, args, dir, env);
   if (!/^201 false 1$/m.test(first)) fail(`the quick start printed ${JSON.stringify(first)}, not "201 false 1"`);
   if (!existsSync(stateDir) || readdirSync(stateDir).length === 0)
     fail(`the quick start stored nothing in ${stateDir}`);
-  const second = run(process.execPath, ['quick-start.ts'], dir, env);
+  const second = run(process.execPath, args, dir, env);
   if (/^201 /m.test(second)) fail(`the second run of the quick start paid again: ${JSON.stringify(second)}`);
-  step(`quick start ran as written, twice: ${JSON.stringify(first.trim())}, then ${JSON.stringify(second.trim())}`);
+  step(
+    `quick start (node ${quick.command}) ran as written, twice: ${JSON.stringify(first.trim())}, then ${JSON.stringify(second.trim())}`,
+  );
 
   // `npx oncely check` from the installed tarball, against a contract server on 127.0.0.1.
   writeFileSync(
-    join(dir, 'cli-check.ts'),
+    join(dir, 'cli-check.mts'),
     `import { execFile } from 'node:child_process';
 import { createContractServer } from 'oncely/mock';
 import { listenContractServer } from 'oncely/node';
@@ -183,7 +214,7 @@ if (code !== 0 || !out.includes('encodeKey: (key) => key')) throw new Error('npx
 console.log('exit 0, suggested a bare key');
 `,
   );
-  step(`npx oncely check ran from the tarball: ${run(process.execPath, ['cli-check.ts'], dir, env).trim()}`);
+  step(`npx oncely check ran from the tarball: ${run(process.execPath, ['cli-check.mts'], dir, env).trim()}`);
 
   // Edge runtimes get the core entry: no platform store, a clear error instead.
   const edge = `import { createClient, InvalidArgumentError } from 'oncely';
@@ -197,9 +228,9 @@ try {
 }
 console.log('core entry, asks for a store');
 `;
-  writeFileSync(join(dir, 'edge.js'), edge);
+  writeFileSync(join(dir, 'edge.mjs'), edge);
   for (const condition of ['workerd', 'worker', 'edge-light'])
-    run(process.execPath, [`--conditions=${condition}`, 'edge.js'], dir);
+    run(process.execPath, [`--conditions=${condition}`, 'edge.mjs'], dir);
   const plain = run(process.execPath, ['--input-type=module', '-e', "console.log(import.meta.resolve('oncely'))"], dir);
   if (!plain.trim().endsWith('/oncely/dist/node/default.js')) fail(`Node resolved oncely to ${plain.trim()}`);
   step('workerd, worker, edge-light resolve to the core entry, which asks for a store; Node gets the node entry');

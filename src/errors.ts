@@ -1,3 +1,5 @@
+import { redactHeaders, redactText } from './http/redact.js';
+
 /** Machine-readable error codes, one per error class. */
 export type OncelyErrorCode =
   | 'KEY_REUSED'
@@ -93,6 +95,16 @@ const SENT_CODES: readonly OncelyErrorCode[] = [
   'RESPONSE_VALIDATION',
 ];
 
+/** The answers as the server sent them, for `rawAnswer()`: no property, so no serialiser or inspector finds them. */
+const RAW = new WeakMap<object, ServerAnswer>();
+/** The answer as an error exposes it: its headers a redacted copy. */
+const redacted = (answer: ServerAnswer, key: string | undefined): ServerAnswer => ({
+  ...answer,
+  headers: redactHeaders(answer.headers, key),
+});
+/** Errors being printed by `util.inspect` (the default printer runs inside the custom one). */
+const printing = new WeakSet<object>();
+
 const message = (code: OncelyErrorCode, context: ErrorContext, detail = '') =>
   MESSAGES[code]?.(context.intent ?? '', context.attempts ?? 0, detail) ?? '';
 
@@ -138,6 +150,20 @@ export class OncelyError extends Error {
     });
   }
 
+  /**
+   * `error instanceof OncelyError` narrows as `isOncelyError` does (to the union that
+   * `switch (error.code)` narrows); a subclass narrows to itself.
+   */
+  static override [Symbol.hasInstance]<C extends abstract new (...args: never) => unknown>(
+    this: C,
+    value: unknown,
+  ): value is [Extract<AnyOncelyError, InstanceType<C>>] extends [never]
+    ? InstanceType<C>
+    : Extract<AnyOncelyError, InstanceType<C>> {
+    // biome-ignore lint/complexity/noThisInStatic: `this` is the class on the right of instanceof, a subclass too.
+    return Function.prototype[Symbol.hasInstance].call(this, value);
+  }
+
   /** @internal A brand that survives realms and bundle duplicates, where `instanceof` does not. */
   get isOncelyError(): true {
     return true;
@@ -145,6 +171,21 @@ export class OncelyError extends Error {
 
   toJSON(): Record<string, unknown> {
     return { name: this.name, code: this.code, message: this.message, intent: this.intent, attempts: this.attempts };
+  }
+
+  /** What `util.inspect` and `console.error` print in Node: the usual form, key and credentials masked, causes included. */
+  [Symbol.for('nodejs.util.inspect.custom')](
+    _depth: number,
+    options: object,
+    inspect: (v: unknown, o: object) => string,
+  ) {
+    if (printing.has(this)) return this; // Node prints `this` the usual way.
+    printing.add(this);
+    try {
+      return redactText(inspect(this, options), this.key);
+    } finally {
+      printing.delete(this);
+    }
   }
 }
 
@@ -190,7 +231,7 @@ export class IntentMismatchError extends OncelyError {
 export class OutcomeUnknownError extends OncelyError {
   static override readonly errorName: string = 'OutcomeUnknownError';
   declare readonly code: 'OUTCOME_UNKNOWN' | 'IN_PROGRESS';
-  /** The last server answer, if any attempt got one. */
+  /** The last server answer, if any attempt got one; its headers redacted (see `rawAnswer()`). */
   declare readonly lastAnswer: ServerAnswer | undefined;
   constructor(
     context: ErrorContext & { lastAnswer?: ServerAnswer },
@@ -200,7 +241,16 @@ export class OutcomeUnknownError extends OncelyError {
   ) {
     const lastAnswer = context.lastAnswer;
     const detail = lastAnswer ? ` The last answer was HTTP ${lastAnswer.status}.` : '';
-    super(code, text ?? '', context, detail, { lastAnswer, ...fields });
+    super(code, text ?? '', context, detail, {
+      lastAnswer: lastAnswer && redacted(lastAnswer, context.key),
+      ...fields,
+    });
+    if (lastAnswer) RAW.set(this, lastAnswer);
+  }
+
+  /** The last answer with the server's headers unredacted (the key and any credential it echoed): not for logs. */
+  rawAnswer(): ServerAnswer | undefined {
+    return RAW.get(this);
   }
 }
 
@@ -278,7 +328,13 @@ export class HttpError extends OncelyError {
   declare readonly replayed: boolean;
   constructor({ status, headers, body, replayed }: ServerAnswer & { replayed: boolean }, context: ErrorContext) {
     const detail = `${status}${replayed ? ' (replayed by the server)' : ''}`;
-    super('HTTP_ERROR', '', context, detail, { status, headers, body, replayed });
+    super('HTTP_ERROR', '', context, detail, { status, headers: redactHeaders(headers, context.key), body, replayed });
+    RAW.set(this, { status, headers, body });
+  }
+
+  /** The answer with the server's headers unredacted (the key and any credential it echoed): not for logs. */
+  rawAnswer(): ServerAnswer {
+    return RAW.get(this) ?? { status: this.status, headers: this.headers, body: this.body };
   }
 }
 
@@ -418,11 +474,14 @@ export class StoreError extends OncelyError {
   }
 }
 
-/** Every error class oncely throws: `switch (error.code)` narrows to one of them. */
+/**
+ * Every error class oncely throws: `switch (error.code)` narrows to one of them
+ * (`'OUTCOME_UNKNOWN'` to an `OutcomeUnknownError` that is not an `InProgressError`).
+ */
 export type AnyOncelyError =
   | KeyReusedError
   | IntentMismatchError
-  | OutcomeUnknownError
+  | (OutcomeUnknownError & { readonly code: 'OUTCOME_UNKNOWN' })
   | InProgressError
   | IntentExpiredError
   | IntentGoneError

@@ -1,4 +1,3 @@
-import { v7 } from 'uuid';
 import { InvalidKeyError } from '../errors.js';
 import { isPrintableAscii } from '../profiles/sf-string.js';
 import { intentId } from '../store/record-rules.js';
@@ -31,7 +30,7 @@ const rotl = (x: number, n: number): number => (x << n) | (x >>> (32 - n));
 
 /**
  * SHA-1 (RFC 3174), synchronous, for UUIDv5 alone (RFC 9562 fixes the hash; a derived key
- * is no secret). Here rather than uuid's v5 so that only uuid's v7 ships in a bundle;
+ * is no secret). Here rather than uuid's v5, so that no part of uuid ships or loads;
  * test/keys.test.ts checks the keys against uuid's v5.
  */
 export function sha1(bytes: Uint8Array): Uint8Array {
@@ -71,6 +70,20 @@ export function sha1(bytes: Uint8Array): Uint8Array {
     view.setInt32(i * 4, x);
   });
   return padded.slice(0, 20);
+}
+
+/** The last v7 time stamp minted: keys of one process never go back in time when the clock does. */
+let lastMs = 0;
+
+/**
+ * UUIDv7 (RFC 9562 §5.7): 48 bits of Unix time in ms, then 74 random bits. Here rather
+ * than uuid's: loading the uuid package for this was most of `import('oncely')`'s time.
+ */
+function v7(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  lastMs = Math.max(lastMs, Date.now());
+  for (let i = 5, t = lastMs; i >= 0; i--, t = Math.floor(t / 256)) bytes[i] = t % 256;
+  return uuid(bytes, 7);
 }
 
 /** Mints a new key. Random bits come from the platform's cryptographic RNG. */
