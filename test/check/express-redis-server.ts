@@ -8,14 +8,9 @@
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import { getSharedIdempotencyService, idempotency } from 'express-idempotency';
+import { getSharedIdempotencyService, type IdempotencyResource, idempotency } from 'express-idempotency';
 import { closeServer, invalidPayment, listen, sleep, slowMs, type TestServer } from '../servers/listen.js';
 import { RespClient } from './redis-server.js';
-
-interface Resource {
-  idempotencyKey: string;
-  [field: string]: unknown;
-}
 
 /** express-idempotency-redis-adapter 1.0.8's `RedisAdapter`, method for method. */
 class RedisAdapter {
@@ -27,12 +22,12 @@ class RedisAdapter {
     const dump = await this.client.command('GET', idempotencyKey);
     return typeof dump === 'string' ? { idempotencyKey, ...JSON.parse(dump) } : null;
   }
-  create = (resource: Resource) => this.#createOrUpdate(resource);
-  update = (resource: Resource) => this.#createOrUpdate(resource);
+  create = (resource: IdempotencyResource) => this.#createOrUpdate(resource);
+  update = (resource: IdempotencyResource) => this.#createOrUpdate(resource);
   async delete(idempotencyKey: string) {
     await this.client.command('DEL', idempotencyKey);
   }
-  async #createOrUpdate({ idempotencyKey, ...payload }: Resource) {
+  async #createOrUpdate({ idempotencyKey, ...payload }: IdempotencyResource) {
     await this.client.command('SET', idempotencyKey, JSON.stringify(payload), 'EX', String(this.ttl));
   }
 }

@@ -29,7 +29,12 @@ export async function startRefuseRepeatsServer(): Promise<TestServer> {
     if (invalid) return sendJson(res, 400, { title: 'Invalid payment', detail: invalid });
     await sleep(slowMs(req.headers['x-slow']));
     effects += 1;
-    sendJson(res, 201, { id: `pay_${randomUUID().slice(0, 8)}`, ...(json as object) }, { 'Idempotent-Replayed': 'false' });
+    sendJson(
+      res,
+      201,
+      { id: `pay_${randomUUID().slice(0, 8)}`, ...(json as object) },
+      { 'Idempotent-Replayed': 'false' },
+    );
   });
   const url = await listen(server);
   return { url, effects: () => effects, close: () => closeServer(server) };
