@@ -14,10 +14,12 @@ import { RespClient } from './redis-server.js';
 
 /** express-idempotency-redis-adapter 1.0.8's `RedisAdapter`, method for method. */
 class RedisAdapter {
-  constructor(
-    readonly client: RespClient,
-    readonly ttl = 86_400,
-  ) {}
+  readonly client: RespClient;
+  readonly ttl: number;
+  constructor(client: RespClient, ttl = 86_400) {
+    this.client = client;
+    this.ttl = ttl;
+  }
   async findByIdempotencyKey(idempotencyKey: string) {
     const dump = await this.client.command('GET', idempotencyKey);
     return typeof dump === 'string' ? { idempotencyKey, ...JSON.parse(dump) } : null;
