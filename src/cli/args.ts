@@ -3,20 +3,23 @@ import { InvalidArgumentError } from '../errors.js';
 import type { CheckOptions } from './check-options.js';
 import { parseHeader } from './probe.js';
 
-export const USAGE = `Usage: oncely check <url> --json '<body>' [options]
+export const USAGE = `Usage: oncely check <url> --json '<body>' | --form '<body>' [options]
 
 Measures one endpoint's idempotency with a bounded sequence of real requests (fresh keys
 each) and prints the oncely profile it needs. It creates real effects: use a test endpoint.
 
 Options:
-  --json <body>          a valid request body (JSON), required
+  --json <body>          a valid request body (JSON); this or --form is required
+  --form <body>          a valid request body as a form, e.g. 'amount=1000&currency=usd'
   --header 'Name: value' a header on every request (repeatable), e.g. Authorization
   --origin <origin>      send Origin and check the CORS preflight for it
   --profile <name>       the profile you mean to use: ietf (default), ietf-bare, ietf-bare-unmarked, stripe
   --method POST|PATCH    default POST
   --concurrency <n>      simultaneous first requests with one key (2-20, default 5)
+  --rounds <n>           bursts, each with a fresh key (1-10, default 3)
   --slow 'Name: value'   a header that slows the server's effect, sent on the burst
   --error-json <body>    a body the server rejects (default [])
+  --error-form <body>    with --form: a form the server rejects (default: an empty form)
   --max-requests <n>     refuse to send more (default 40)
   --timeout <ms>         per request (default 10000)
   --format table|json    default table
@@ -72,6 +75,15 @@ export function parseArgs(argv: readonly string[]): CliCommand | undefined {
       case '--json':
         options.json = parseJson(value(), '--json');
         break;
+      case '--form':
+        options.form = value();
+        break;
+      case '--error-form':
+        options.errorForm = value();
+        break;
+      case '--rounds':
+        options.rounds = integer(value(), flag);
+        break;
       case '--error-json':
         options.errorJson = parseJson(value(), '--error-json');
         break;
@@ -118,6 +130,7 @@ export function parseArgs(argv: readonly string[]): CliCommand | undefined {
     throw new InvalidArgumentError(
       `oncely check takes one URL, got ${positional.length === 0 ? 'none' : positional.join(' ')}.`,
     );
-  if (options.json === undefined) throw new InvalidArgumentError('--json is required: the body of a valid request.');
-  return { options: { ...options, url: positional[0]!, json: options.json }, format, dryRun };
+  if ((options.json === undefined) === (options.form === undefined))
+    throw new InvalidArgumentError('One of --json and --form is required: the body of a valid request.');
+  return { options: { ...options, url: positional[0]! }, format, dryRun };
 }

@@ -3,6 +3,7 @@ import { InvalidArgumentError } from '../errors.js';
 import type { Profile } from '../profiles/profiles.js';
 import { profiles } from '../profiles/registry.js';
 import { ietfBare, ietfBareUnmarked } from '../profiles/variants.js';
+import { type CheckBody, formBody, jsonBody } from './body-variants.js';
 import { parseHeader } from './probe.js';
 
 /** Profiles `--profile` knows by name. */
@@ -15,8 +16,13 @@ export const CHECK_PROFILES: Readonly<Record<string, Profile>> = {
 export interface CheckOptions {
   /** The endpoint: every request goes to this one URL. */
   url: string;
-  /** The body of a valid request (a value, sent as JSON). */
-  json: unknown;
+  /** The body of a valid request (a value, sent as JSON). One of `json` and `form`. */
+  json?: unknown;
+  /**
+   * The body of a valid request as a form (`application/x-www-form-urlencoded`, Stripe's style).
+   * @example 'amount=1000&currency=usd'
+   */
+  form?: string | Record<string, string>;
   /** @default 'POST' */
   method?: 'POST' | 'PATCH';
   /** Headers on every request, e.g. `{ Authorization: 'Bearer …' }`. */
@@ -37,10 +43,21 @@ export interface CheckOptions {
   /** A header that makes the server's effect slow (a test hook), on the burst's requests: `'X-Delay: 500'`. */
   slow?: string | [string, string];
   /**
+   * Rounds of the burst, each with a fresh key: a race is a matter of timing, so one
+   * round can miss it.
+   * @default 3
+   */
+  rounds?: number;
+  /**
    * A body the server rejects (for the `error-answer` step).
-   * @default []
+   * @default [] with `json`
    */
   errorJson?: unknown;
+  /**
+   * A form the server rejects (for the `error-answer` step).
+   * @default '' (an empty form) with `form`
+   */
+  errorForm?: string | Record<string, string>;
   /**
    * Most requests the check may send; it refuses to start when its plan needs more.
    * @default 40
@@ -54,7 +71,7 @@ export interface CheckOptions {
 
 export interface ResolvedCheckOptions {
   url: string;
-  body: unknown;
+  body: CheckBody;
   method: 'POST' | 'PATCH';
   headers: [string, string][];
   origin: string | undefined;
@@ -62,8 +79,10 @@ export interface ResolvedCheckOptions {
   /** How the suggestion names its base (`ietf`, or `base` for a Profile object). */
   profileName: string;
   concurrency: number;
+  rounds: number;
   slow: [string, string] | undefined;
-  errorBody: unknown;
+  /** The rejected body, encoded like `body`. */
+  errorBody: string;
   maxRequests: number;
   timeout: number;
   fetch: typeof globalThis.fetch;
@@ -80,8 +99,12 @@ export function resolveCheckOptions(options: CheckOptions): ResolvedCheckOptions
   const url = options.url;
   if (typeof url !== 'string' || !URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol))
     throw new InvalidArgumentError(`oncely check needs an http(s) URL, got ${JSON.stringify(url)}.`);
-  if (options.json === undefined)
-    throw new InvalidArgumentError('oncely check needs the body of a valid request (--json \'{"amount":1000}\').');
+  if ((options.json === undefined) === (options.form === undefined))
+    throw new InvalidArgumentError(
+      "oncely check needs the body of a valid request, as one of --json '{\"amount\":1000}' and --form 'amount=1000'.",
+    );
+  const form = (value: string | Record<string, string>) =>
+    typeof value === 'string' ? value : new URLSearchParams(value).toString();
   const method = options.method ?? 'POST';
   if (method !== 'POST' && method !== 'PATCH')
     throw new InvalidArgumentError(`--method must be POST or PATCH, got ${JSON.stringify(method)}.`);
@@ -107,15 +130,16 @@ export function resolveCheckOptions(options: CheckOptions): ResolvedCheckOptions
   const slow = typeof options.slow === 'string' ? parseHeader(options.slow, '--slow') : options.slow;
   return {
     url,
-    body: options.json,
+    body: options.form === undefined ? jsonBody(options.json) : formBody(form(options.form)),
     method,
     headers,
     origin: options.origin === undefined ? undefined : new URL(options.origin).origin,
     profile,
     profileName,
     concurrency: integerIn(options.concurrency, 5, 2, 20, '--concurrency'),
+    rounds: integerIn(options.rounds, 3, 1, 10, '--rounds'),
     slow,
-    errorBody: options.errorJson ?? [],
+    errorBody: options.form === undefined ? JSON.stringify(options.errorJson ?? []) : form(options.errorForm ?? ''),
     maxRequests: integerIn(options.maxRequests, 40, 1, 1000, '--max-requests'),
     timeout: integerIn(options.timeout, 10_000, 1, 600_000, '--timeout'),
     fetch: options.fetch ?? ((input, init) => globalThis.fetch(input, init)),

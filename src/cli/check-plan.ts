@@ -13,6 +13,7 @@ export type StepId =
   | 'other-body'
   | 'key-order'
   | 'number-type'
+  | 'warm-up'
   | 'burst'
   | 'missing-key'
   | 'error-answer'
@@ -32,6 +33,7 @@ export const KEY_LENGTH_LADDER = [64, 255, 256, 1024] as const;
 
 export interface PlanInput {
   concurrency: number;
+  rounds: number;
   origin: string | undefined;
   /** The body has two or more fields (key order can be tested). */
   reorderable: boolean;
@@ -94,10 +96,16 @@ export function checkPlan(input: PlanInput): PlanStep[] {
     });
   steps.push(
     {
-      id: 'burst',
+      id: 'warm-up',
       requests: input.concurrency,
-      effects: input.concurrency,
-      what: `${input.concurrency} simultaneous first requests with one fresh key (and --slow): one resource, 409 + Retry-After?`,
+      effects: 0,
+      what: `simultaneous, no key, no effect: opens as many keep-alive connections as the burst uses`,
+    },
+    {
+      id: 'burst',
+      requests: input.concurrency * input.rounds,
+      effects: input.concurrency * input.rounds,
+      what: `${input.rounds} × ${input.concurrency} first requests with one fresh key a round (and --slow), released at one instant: one resource each, 409 + Retry-After?`,
     },
     { id: 'missing-key', requests: 1, effects: 1, what: 'no key at all: 400, or processed?' },
     {

@@ -5,12 +5,19 @@
 import { InvalidArgumentError } from '../errors.js';
 import type { Profile } from '../profiles/profiles.js';
 import { type ProfileChanges, profileVariant } from '../profiles/variants.js';
-import { numberField, otherBody, reorderedText, stringifiedNumber } from './body-variants.js';
 import { type CheckOptions, type ResolvedCheckOptions, resolveCheckOptions } from './check-options.js';
 import { checkPlan, KEY_LENGTH_LADDER, type PlanStep, planTotals, type StepId } from './check-plan.js';
 import { type Finding, finding } from './findings.js';
-import { describe, judgeBurst, judgeCors, judgeErrorAnswer, judgeMismatch, judgeReplay } from './judge.js';
-import { identityOf, isSuccess, type ProbeAnswer, Prober } from './probe.js';
+import {
+  describe,
+  judgeCors,
+  judgeErrorAnswer,
+  judgeInProgress,
+  judgeMismatch,
+  judgeRace,
+  judgeReplay,
+} from './judge.js';
+import { identityOf, isSuccess, type ProbeAnswer, type ProbeRequest, Prober } from './probe.js';
 
 export type { CheckOptions } from './check-options.js';
 
@@ -61,9 +68,10 @@ export function planFor(options: CheckOptions): { plan: PlanStep[]; requests: nu
 const planOf = (o: ResolvedCheckOptions) =>
   checkPlan({
     concurrency: o.concurrency,
+    rounds: o.rounds,
     origin: o.origin,
-    reorderable: reorderedText(o.body) !== undefined,
-    hasNumber: numberField(o.body) !== undefined,
+    reorderable: o.body.reordered !== undefined,
+    hasNumber: o.body.loose !== undefined,
   });
 
 /**
@@ -92,26 +100,22 @@ export async function runCheck(options: CheckOptions): Promise<CheckReport> {
     if (!aliases.has(key)) aliases.set(key, `K${aliases.size + 1}`);
     return aliases.get(key)!;
   };
-  const valid = JSON.stringify(o.body);
-  const send = async (
-    step: StepId,
-    key: string | undefined,
-    encoding: 'quoted' | 'bare',
-    body = valid,
-    slow = false,
-  ) => {
-    const header = key === undefined ? undefined : encoding === 'quoted' ? `"${key}"` : key;
-    const answer = await prober.send({
-      method: o.method,
-      key: header,
-      body,
-      ...(slow && o.slow ? { extraHeaders: [o.slow] } : {}),
-    });
+  const valid = o.body.text;
+  const request = (key: string | undefined, encoding: 'quoted' | 'bare', body: string, slow = false): ProbeRequest => ({
+    method: o.method,
+    key: key === undefined ? undefined : encoding === 'quoted' ? `"${key}"` : key,
+    body,
+    contentType: o.body.contentType,
+    ...(slow && o.slow ? { extraHeaders: [o.slow] } : {}),
+  });
+  const record = (step: StepId, key: string | undefined, encoding: 'quoted' | 'bare', answer: ProbeAnswer) => {
     const label =
       key === undefined ? 'none' : `${alias(key)} ${encoding}${key.length === 36 ? '' : ` (${key.length})`}`;
     requests.push({ step, key: label, status: answer.status, ...(answer.error ? { note: answer.error } : {}) });
     return answer;
   };
+  const send = async (step: StepId, key: string | undefined, encoding: 'quoted' | 'bare', body = valid) =>
+    record(step, key, encoding, await prober.send(request(key, encoding, body)));
   const report = (): CheckReport => ({
     url: o.url,
     method: o.method,
@@ -208,45 +212,66 @@ export async function runCheck(options: CheckOptions): Promise<CheckReport> {
   );
 
   // other-body, key-order, number-type: the first key with other bodies.
-  const changed = await send('other-body', key, encoding, JSON.stringify(otherBody(o.body)));
+  const changed = await send('other-body', key, encoding, o.body.other);
   const mismatch = judgeMismatch(first, changed, reliable, o.profile);
   findings.push(mismatch.finding);
   const sameRequest = (answer: ProbeAnswer) =>
     isSuccess(answer) && (!reliable || identityOf(answer) === identityOf(first));
-  const reordered = reorderedText(o.body);
+  // A server that refuses every repeat of a key gives the same refusal to these: not a measurement.
+  const unmeasured = (answer: ProbeAnswer) =>
+    replay.refused !== undefined && answer.status === replay.refused
+      ? `Not measured: the repeat of the key with the same body was refused (${replay.refused}) too.`
+      : undefined;
+  const reordered = o.body.reordered;
   if (reordered !== undefined) {
     const answer = await send('key-order', key, encoding, reordered);
+    const skipped = unmeasured(answer);
     findings.push(
-      sameRequest(answer)
-        ? finding('key-order', 'same', 'pass', 'The same body with its fields in another order is the same request.')
-        : finding('key-order', 'strict', 'info', 'Fields in another order make another request to this server.', [
-            describe(answer),
-          ]),
+      skipped
+        ? finding('key-order', 'unmeasured', 'info', skipped, [describe(answer)])
+        : sameRequest(answer)
+          ? finding('key-order', 'same', 'pass', 'The same body with its fields in another order is the same request.')
+          : finding('key-order', 'strict', 'info', 'Fields in another order make another request to this server.', [
+              describe(answer),
+            ]),
     );
   }
-  const loose = stringifiedNumber(o.body);
+  const loose = o.body.loose;
   if (loose !== undefined) {
-    const answer = await send('number-type', key, encoding, JSON.stringify(loose));
+    const answer = await send('number-type', key, encoding, loose.text);
+    const skipped = unmeasured(answer);
     findings.push(
-      sameRequest(answer)
-        ? finding(
-            'number-type',
-            'loose',
-            'warn',
-            `"${numberField(o.body)}" sent as a string got the first answer: loose comparison.`,
-            [describe(answer)],
-          )
-        : finding('number-type', 'strict', 'pass', 'A number sent as a string is another request.', [describe(answer)]),
+      skipped
+        ? finding('number-type', 'unmeasured', 'info', skipped, [describe(answer)])
+        : sameRequest(answer)
+          ? finding(
+              'number-type',
+              'loose',
+              'warn',
+              `"${loose.field}" sent as a string got the first answer: loose comparison.`,
+              [describe(answer)],
+            )
+          : finding('number-type', 'strict', 'pass', 'A number sent as a string is another request.', [
+              describe(answer),
+            ]),
     );
   }
 
-  // burst: simultaneous first requests with one fresh key.
-  const k3 = freshKey();
-  const burst = await Promise.all(
-    Array.from({ length: o.concurrency }, () => send('burst', k3, encoding, valid, true)),
-  );
-  const inBurst = judgeBurst(burst, reliable, o.slow !== undefined);
-  findings.push(...inBurst.findings);
+  // warm-up, burst: the steps so far used one connection; a burst that had to open the
+  // others would arrive spread over their handshakes and miss a short race window. So open
+  // them first, release each round at one instant, and repeat with fresh keys (a round's
+  // sockets are the next round's warm ones).
+  const warmed = await prober.warm(o.concurrency);
+  for (const answer of warmed) record('warm-up', undefined, encoding, answer);
+  const rounds: ProbeAnswer[][] = [];
+  for (let round = 0; round < o.rounds; round++) {
+    const k = freshKey();
+    const answers = await prober.burst(Array.from({ length: o.concurrency }, () => request(k, encoding, valid, true)));
+    rounds.push(answers.map((answer) => record('burst', k, encoding, answer)));
+  }
+  const race = judgeRace(rounds, reliable);
+  findings.push(race);
+  const inProgressAt = findings.length;
 
   // missing-key.
   const bare = await send('missing-key', undefined, encoding);
@@ -258,20 +283,35 @@ export async function runCheck(options: CheckOptions): Promise<CheckReport> {
 
   // error-answer: is an error stored under its key, or released?
   const k4 = freshKey();
-  const e1 = await send('error-answer', k4, encoding, JSON.stringify(o.errorBody));
+  const e1 = await send('error-answer', k4, encoding, o.errorBody);
   if (isSuccess(e1)) {
-    findings.push(finding('error-answer', 'untested', 'info', '--error-json got a 2xx: error storage not measured.'));
+    findings.push(
+      finding('error-answer', 'untested', 'info', 'The rejected body got a 2xx: error storage not measured.'),
+    );
   } else {
-    const e2 = await send('error-answer', k4, encoding, JSON.stringify(o.errorBody));
+    const e2 = await send('error-answer', k4, encoding, o.errorBody);
     const e3 = await send('error-answer', k4, encoding);
     findings.push(judgeErrorAnswer(e1, e2, e3));
   }
+
+  // in-progress, judged once every status with another meaning is known (placed after race).
+  const definitive = new Map<number, string>();
+  if (!isSuccess(e1) && e1.status >= 400 && e1.status < 500) definitive.set(e1.status, 'an invalid request');
+  if (replay.refused !== undefined) definitive.set(replay.refused, 'a repeat of a finished request');
+  if (changed.status >= 400 && changed.status < 500 && ![408, 409, 429].includes(changed.status))
+    definitive.set(changed.status, 'a key reused with another body');
+  const inProgress = judgeInProgress(rounds.flat(), {
+    duplicated: race.severity === 'fail',
+    slowed: o.slow !== undefined,
+    definitive,
+  });
+  findings.splice(inProgressAt, 0, inProgress.finding);
 
   if (o.origin) {
     const names = [o.profile.header, 'Content-Type', ...o.headers.map(([name]) => name)];
     const preflight = await prober.preflight(o.method, names);
     requests.push({ step: 'cors', key: 'none', status: preflight.status });
-    findings.push(judgeCors(o.origin, names, preflight, [again, ...burst], replay.marker?.header));
+    findings.push(judgeCors(o.origin, names, preflight, [again, ...rounds.flat()], replay.marker?.header));
   }
 
   const published = [...first.headers].find(([name]) => /idempotency.*(ttl|expir|retention)|retention/i.test(name));
@@ -285,7 +325,7 @@ export async function runCheck(options: CheckOptions): Promise<CheckReport> {
   if ((encoding === 'bare') !== sendsBare(o.profile)) changes.keyEncoding = encoding === 'bare' ? 'bare' : 'sf-string';
   if (replay.replay !== undefined) changes.replay = replay.replay;
   if (mismatch.status !== undefined) changes.mismatchStatuses = [mismatch.status];
-  if (inBurst.inProgressStatus !== undefined) changes.inProgressStatuses = [inBurst.inProgressStatus];
+  if (inProgress.inProgressStatus !== undefined) changes.inProgressStatuses = [inProgress.inProgressStatus];
   return {
     ...report(),
     suggestion: { base: o.profileName, changes, profile: profileVariant(o.profile, changes) },

@@ -27,7 +27,7 @@ export async function cli(argv: readonly string[], io: CliIo): Promise<number> {
     const report = await runCheck(options);
     if (format === 'json') {
       const { suggestion, ...rest } = report;
-      const code = suggestion && profileCode(suggestion.base, suggestion.changes, report.url);
+      const code = suggestion && profileCode(suggestion.base, suggestion.changes, report.url, report.failed);
       io.out(
         JSON.stringify({ ...rest, suggestion: suggestion && { ...suggestion, profile: undefined, code } }, null, 2),
       );

@@ -81,6 +81,11 @@ export const NOTES = {
       oncely: 'oncely settles on whatever the replay says (its status decides).',
       cannot: 'Recover the first answer the server did not store as it was sent.',
     },
+    refused: {
+      oncely:
+        'A retry after a lost answer is refused like this: the intent ends unknown with its key kept (no second effect) and the app reconciles.',
+      cannot: 'Learn the first answer from a retry: the server does not replay it.',
+    },
     reran: {
       oncely: 'oncely sends the same key on every attempt, which is all a client can do.',
       cannot:
@@ -89,6 +94,10 @@ export const NOTES = {
   },
   'replay-marker': {
     marked: { oncely: 'res.replayed is true for a replay; a replayed 5xx is final, not retried.' },
+    unmeasured: {
+      oncely: "The profile keeps the base profile's marker.",
+      cannot: 'Say how replays are marked: the server never replayed.',
+    },
     other: { oncely: 'The profile recognises this marker, so res.replayed and replayed errors work.' },
     none: {
       oncely:
@@ -116,6 +125,10 @@ export const NOTES = {
   },
   'key-order': {
     same: { oncely: 'Nothing to do.' },
+    unmeasured: {
+      oncely: 'Nothing to do.',
+      cannot: 'Say how the server compares bodies: it refuses every repeat of a key.',
+    },
     strict: {
       oncely: 'oncely sends the body it was given on every attempt, so retries carry the same bytes.',
       cannot:
@@ -124,6 +137,10 @@ export const NOTES = {
   },
   'number-type': {
     strict: { oncely: 'Nothing to do.' },
+    unmeasured: {
+      oncely: 'Nothing to do.',
+      cannot: 'Say how the server compares bodies: it refuses every repeat of a key.',
+    },
     loose: {
       oncely: 'oncely never sends a changed body under a key, so this does not reach the server through oncely.',
       cannot: 'Stop the server from treating "1000" and 1000 as one request for other clients.',
@@ -136,6 +153,11 @@ export const NOTES = {
     },
     mapped: { oncely: 'The profile maps this status to in progress: same key, waits, bounded by the budget.' },
     retryable: { oncely: 'Retried with the same key as a transient error, bounded by the budget.' },
+    ambiguous: {
+      oncely:
+        'The profile leaves the status as it is: an attempt overlapping an unanswered one ends the intent unknown with its key kept (no second effect), never a wait.',
+      cannot: 'Wait out a request in progress: its answer cannot be told from the other meaning of the status.',
+    },
     waits: { oncely: 'Nothing to do: the server holds the second request until the first is done.' },
     none: {
       oncely: 'Nothing a client can add: it sends one attempt per intent at a time.',

@@ -26,12 +26,34 @@ export const describe = (answer: ProbeAnswer): string =>
 
 const asServerAnswer = (answer: ProbeAnswer) => ({ status: answer.status, headers: answer.headers, body: answer.body });
 
+/** The replay step: the first key and body again. Judges the marker only when there was a replay to read. */
 export function judgeReplay(first: ProbeAnswer, again: ProbeAnswer, reliable: boolean, profile: Profile) {
   const findings: Finding[] = [];
   const evidence = [`first → ${describe(first)}`, `again → ${describe(again)}`];
   if (isSuccess(again) && reliable && identityOf(again) !== identityOf(first)) {
     findings.push(finding('replay', 'reran', 'fail', 'The same key and body ran again: a second resource.', evidence));
-    return { findings, marker: undefined, replay: undefined };
+    return { findings, marker: undefined, replay: undefined, refused: undefined };
+  }
+  if (!isSuccess(again)) {
+    const refused = again.status >= 400 && again.status < 500 && again.status !== 408 && again.status !== 429;
+    findings.push(
+      refused
+        ? finding(
+            'replay',
+            'refused',
+            'warn',
+            `The same key and body are refused (${again.status}): the server never replays.`,
+            evidence,
+          )
+        : finding('replay', 'differs', 'warn', 'The same key and body get another answer.', evidence),
+      finding(
+        'replay-marker',
+        'unmeasured',
+        'info',
+        `Not measured: the repeat got ${describe(again)}, not a replay to read a marker from.`,
+      ),
+    );
+    return { findings, marker: undefined, replay: undefined, refused: refused ? again.status : undefined };
   }
   const same = again.status === first.status && sameBody(again) === sameBody(first);
   findings.push(
@@ -63,7 +85,7 @@ export function judgeReplay(first: ProbeAnswer, again: ProbeAnswer, reliable: bo
       ]),
     );
   }
-  return { findings, marker, replay };
+  return { findings, marker, replay, refused: undefined };
 }
 
 export function judgeMismatch(first: ProbeAnswer, changed: ProbeAnswer, reliable: boolean, profile: Profile) {
@@ -106,80 +128,111 @@ export function judgeMismatch(first: ProbeAnswer, changed: ProbeAnswer, reliable
   };
 }
 
-export function judgeBurst(burst: ProbeAnswer[], reliable: boolean, slowed: boolean) {
-  const findings: Finding[] = [];
-  const statuses = burst.map((answer) => answer.status || 'no answer').join(', ');
-  const created = new Set(burst.filter(isSuccess).map((answer) => identityOf(answer)));
-  if (created.size > 1 && reliable)
-    findings.push(
-      finding(
-        'race',
-        'several',
-        'fail',
-        `${burst.length} simultaneous first requests with one key made ${created.size} resources: a duplicate effect.`,
-        [`statuses: ${statuses}`, ...[...created].map((id) => `created: ${id}`)],
+/** The burst's rounds: in how many did one key make more than one resource? */
+export function judgeRace(rounds: readonly ProbeAnswer[][], reliable: boolean): Finding {
+  const size = rounds[0]?.length ?? 0;
+  const statuses = (round: readonly ProbeAnswer[]) => round.map((answer) => answer.status || 'no answer').join(', ');
+  const created = rounds.map((round) => new Set(round.filter(isSuccess).map((answer) => identityOf(answer))));
+  const doubled = created.flatMap((ids, i) => (ids.size > 1 ? [i] : []));
+  const of = `${rounds.length === 1 ? 'one round' : `${rounds.length} rounds`} of ${size} simultaneous first requests`;
+  if (doubled.length > 0 && reliable)
+    return finding(
+      'race',
+      'several',
+      'fail',
+      `In ${doubled.length} of ${rounds.length} rounds, ${size} simultaneous first requests with one key made more than one resource: a duplicate effect.`,
+      doubled.map(
+        (i) =>
+          `round ${i + 1}: ${created[i]!.size} resources (${[...created[i]!].join(', ')}); statuses ${statuses(rounds[i]!)}`,
       ),
     );
-  else if (created.size >= 1)
-    findings.push(
-      finding(
-        'race',
-        'one',
-        reliable ? 'pass' : 'warn',
-        `${burst.length} simultaneous first requests made one resource.`,
-        [`statuses: ${statuses}`],
-      ),
+  if (created.every((ids) => ids.size >= 1))
+    return finding(
+      'race',
+      'one',
+      reliable ? 'pass' : 'warn',
+      `Each of ${of} made one resource.`,
+      rounds.map((round, i) => `round ${i + 1}: statuses ${statuses(round)}`),
     );
-  else
-    findings.push(
-      finding('race', 'one', 'warn', `No request of the burst succeeded: the race was not measured.`, [
-        `statuses: ${statuses}`,
-      ]),
-    );
+  return finding(
+    'race',
+    'one',
+    'warn',
+    `Not measured: in a round of ${size} simultaneous first requests none succeeded.`,
+    rounds.map((round, i) => `round ${i + 1}: statuses ${statuses(round)}`),
+  );
+}
 
-  let inProgressStatus: number | undefined;
+export interface InProgressContext {
+  /** A round made more than one resource (and identities are reliable). */
+  duplicated: boolean;
+  slowed: boolean;
+  /**
+   * Statuses the check saw mean something else, and what: the mismatch, a refused
+   * repeat, a rejected body. None of them is taken for "in progress".
+   */
+  definitive: ReadonlyMap<number, string>;
+}
+
+/** How the burst's overlapping requests were answered, and the in-progress status to map, if one can be. */
+export function judgeInProgress(burst: readonly ProbeAnswer[], context: InProgressContext) {
+  const statuses = burst.map((answer) => answer.status || 'no answer').join(', ');
   const conflicts = burst.filter((answer) => answer.status === 409);
   const others = burst.filter((answer) => !isSuccess(answer) && answer.status !== 409);
   if (conflicts.length > 0) {
     const hints = [...new Set(conflicts.map((answer) => answer.headers.get('retry-after') ?? 'none'))];
-    const every = !hints.includes('none');
-    findings.push(
-      every
-        ? finding(
+    return {
+      inProgressStatus: undefined,
+      finding: hints.includes('none')
+        ? finding('in-progress', 'noRetryAfter', 'info', 'A request in progress is a 409 without Retry-After.')
+        : finding(
             'in-progress',
             'ietf',
             'pass',
             `A request in progress is a 409 with Retry-After: ${hints.join(', ')}.`,
-          )
-        : finding('in-progress', 'noRetryAfter', 'info', 'A request in progress is a 409 without Retry-After.'),
-    );
-  } else if (others.length > 0) {
+          ),
+    };
+  }
+  if (others.length > 0) {
     const status = others[0]!.status;
+    const evidence = [`statuses: ${statuses}`, describe(others[0]!)];
+    const meaning = context.definitive.get(status);
+    if (meaning !== undefined)
+      return {
+        inProgressStatus: undefined,
+        finding: finding(
+          'in-progress',
+          'ambiguous',
+          'warn',
+          `A request in progress is answered ${status}, as ${meaning} is: the two cannot be told apart.`,
+          evidence,
+        ),
+      };
     const mapped = status >= 400 && status < 500 && status !== 408 && status !== 429;
-    if (mapped) inProgressStatus = status;
-    findings.push(
-      finding(
+    return {
+      inProgressStatus: mapped ? status : undefined,
+      finding: finding(
         'in-progress',
         mapped ? 'mapped' : 'retryable',
         mapped ? 'info' : 'warn',
         `A request in progress is answered ${status || 'with no answer'}, not 409.`,
-        [`statuses: ${statuses}`, describe(others[0]!)],
+        evidence,
       ),
-    );
-  } else if (created.size > 1 && reliable) {
-    findings.push(
-      finding('in-progress', 'none', 'warn', 'No overlapping request was told to wait: each one ran.', [
+    };
+  }
+  if (context.duplicated)
+    return {
+      inProgressStatus: undefined,
+      finding: finding('in-progress', 'none', 'warn', 'No overlapping request was told to wait: each one ran.', [
         `statuses: ${statuses}`,
       ]),
-    );
-  } else {
-    findings.push(
-      slowed
-        ? finding('in-progress', 'waits', 'info', 'Every request of the slowed burst got the answer: the server waits.')
-        : finding('in-progress', 'unseen', 'info', 'No request overlapped another (no 409): not measured.'),
-    );
-  }
-  return { findings, inProgressStatus };
+    };
+  return {
+    inProgressStatus: undefined,
+    finding: context.slowed
+      ? finding('in-progress', 'waits', 'info', 'Every request of the slowed burst got the answer: the server waits.')
+      : finding('in-progress', 'unseen', 'info', 'No request overlapped another (no 409): not measured.'),
+  };
 }
 
 export function judgeErrorAnswer(e1: ProbeAnswer, e2: ProbeAnswer, e3: ProbeAnswer): Finding {

@@ -19,6 +19,7 @@ export interface ProbeRequest {
   /** The header value carrying the key, already encoded; none when `undefined`. */
   key?: string;
   body: string;
+  contentType: string;
   extraHeaders?: readonly [string, string][];
 }
 
@@ -41,21 +42,52 @@ export class Prober {
     this.#options = options;
   }
 
-  async send(request: ProbeRequest): Promise<ProbeAnswer> {
-    const { url, keyHeader, headers, origin, timeout } = this.#options;
+  send(request: ProbeRequest): Promise<ProbeAnswer> {
     this.#count();
+    return this.#exchange(this.#options.url, this.#init(request));
+  }
+
+  /**
+   * Sends `requests` at one instant: every request is built and counted first, then all
+   * are handed to fetch in one synchronous loop, so none waits on another's setup.
+   */
+  burst(requests: readonly ProbeRequest[]): Promise<ProbeAnswer[]> {
+    for (const _ of requests) this.#count();
+    const inits = requests.map((request) => this.#init(request));
+    return Promise.all(inits.map((init) => this.#exchange(this.#options.url, init)));
+  }
+
+  /**
+   * Opens `connections` keep-alive connections with simultaneous OPTIONS requests (no
+   * effect), so a burst of as many requests goes out on open sockets at once instead of
+   * trickling in behind TCP handshakes.
+   */
+  async warm(connections: number): Promise<ProbeAnswer[]> {
+    for (let i = 0; i < connections; i++) this.#count();
+    const { url, headers, timeout } = this.#options;
+    const init = () => ({
+      method: 'OPTIONS',
+      headers: new Headers(headers as [string, string][]),
+      redirect: 'manual' as const,
+      signal: AbortSignal.timeout(timeout),
+    });
+    return Promise.all(Array.from({ length: connections }, () => this.#exchange(url, init())));
+  }
+
+  #init(request: ProbeRequest): RequestInit {
+    const { keyHeader, headers, origin, timeout } = this.#options;
     const out = new Headers(headers as [string, string][]);
-    out.set('Content-Type', 'application/json');
+    out.set('Content-Type', request.contentType);
     if (origin) out.set('Origin', origin);
     for (const [name, value] of request.extraHeaders ?? []) out.set(name, value);
     if (request.key !== undefined) out.set(keyHeader, request.key);
-    return this.#exchange(url, {
+    return {
       method: request.method,
       headers: out,
       body: request.body,
       redirect: 'manual',
       signal: AbortSignal.timeout(timeout),
-    });
+    };
   }
 
   /** A CORS preflight for `method` with the key header, as a browser would send it. */

@@ -18,8 +18,11 @@ export function effectsWarning(url: string, requests: number, effects: number): 
   return `oncely check sends up to ${requests} real requests to ${url}; up to ${effects} of them can create a resource (a charge, an order). Point it at a test endpoint.`;
 }
 
-/** The suggested profile as TypeScript to paste. */
-export function profileCode(base: string, changes: ProfileChanges, url: string): string {
+/**
+ * The suggested profile as TypeScript to paste. `failed`: the server can cause a second
+ * effect, so the code never says "no changes needed" — no profile fixes that.
+ */
+export function profileCode(base: string, changes: ProfileChanges, url: string, failed = false): string {
   const id = IDENTIFIER[base] ?? 'base';
   const from = id === 'base' ? '// `base` is the profile you passed to runCheck.' : '';
   const lines: string[] = [];
@@ -47,9 +50,12 @@ export function profileCode(base: string, changes: ProfileChanges, url: string):
     ...(from ? [from] : []),
     '',
     `// Measured by \`oncely check\` on ${url}.`,
+    ...(failed
+      ? ['// The wire format only: no profile prevents the second effect the check found. Fix the server.']
+      : []),
   ];
   if (lines.length === 0)
-    return [...head, `export const serverProfile: Profile = ${id}; // no changes needed`].join('\n');
+    return [...head, `export const serverProfile: Profile = ${id};${failed ? '' : ' // no changes needed'}`].join('\n');
   return [
     ...head,
     `export const serverProfile: Profile = {`,
@@ -85,21 +91,21 @@ export function formatReport(report: CheckReport): string {
     rows.push(...wrap(`oncely: ${f.oncely}`, indent));
     if (f.cannot) rows.push(...wrap(`cannot: ${f.cannot}`, indent));
   }
+  const failed = report.findings.filter((f) => f.severity === 'fail').map((f) => f.id);
+  // The verdict comes first, so a profile below a failure never reads as a clean bill.
   const out = [
     `oncely check  ${report.method} ${report.url}  (${report.requests.length} requests sent)`,
     '',
-    ...rows,
-    '',
-  ];
-  if (report.suggestion) {
-    out.push('Profile to use:', '', profileCode(report.suggestion.base, report.suggestion.changes, report.url), '');
-  }
-  const failed = report.findings.filter((f) => f.severity === 'fail').map((f) => f.id);
-  out.push(
     failed.length > 0
       ? `FAILED: ${failed.join(', ')} — a retry can cause a second effect, or nothing was measured (exit 1).`
-      : 'No finding can cause a second effect with the profile above (exit 0).',
-  );
+      : 'PASSED: no finding can cause a second effect with the profile below (exit 0).',
+    '',
+    ...rows,
+  ];
+  if (report.suggestion) {
+    const { base, changes } = report.suggestion;
+    out.push('', 'Profile to use:', '', profileCode(base, changes, report.url, failed.length > 0));
+  }
   return out.join('\n');
 }
 
@@ -108,7 +114,7 @@ export function formatPlan(url: string, method: string, plan: readonly PlanStep[
   const width = Math.max(...plan.map((step) => step.id.length));
   const rows = plan.map(
     (step) =>
-      `  ${step.id.padEnd(width)}  ${String(step.requests).padStart(2)} × ${step.id === 'cors' ? 'OPTIONS' : method}  ${step.what}`,
+      `  ${step.id.padEnd(width)}  ${String(step.requests).padStart(2)} × ${step.effects === 0 ? 'OPTIONS' : method}  ${step.what}`,
   );
   return [`oncely check --dry-run: would send to ${url}`, '', ...rows].join('\n');
 }
