@@ -3,7 +3,7 @@
  * every moment, generated from the tables below. Exported so docs can list the cases.
  */
 import { type Client, ietf, LocalCoordinator } from '../../src/index.js';
-import type { Env } from './env.js';
+import { BUDGET, type Env } from './env.js';
 import { STORE_FAULTS, STORE_OPS, type StoreOp } from './faulty-store.js';
 import { WIRE_FAULTS, type WireFault } from './ledger-server.js';
 
@@ -45,11 +45,17 @@ for (const op of STORE_OPS)
         async act(env) {
           env.store.fault = { op, kind: fault, nth: nthOf(moment) };
           // A slow answer so the lease is renewed (every third of leaseTtl) while it is on the wire.
-          if (op === 'update:renew') holdFor(env, 1, 700);
+          if (op === 'update:renew') {
+            holdFor(env, 1, 700);
+            env.options.retry = { ...BUDGET, timeout: 1200 };
+          }
           const client = env.client();
           if (op === 'get') await follow?.(env, client);
           await env.post(client);
-          if (follow && op !== 'get') await follow(env, client);
+          if (follow && op !== 'get') {
+            env.before = env.ledger.requests.length; // the follow-up sends nothing itself
+            await follow(env, client);
+          }
         },
       });
     }
@@ -130,7 +136,13 @@ const runSend = (env: Env, headers: Record<string, string>, signal?: AbortSignal
     body: JSON.stringify(env.body),
     signal,
   });
-const RUN_FAULTS = ['sends-then-throws-Error', 'hangs-ignoring-signal', 'returns-dripping-body', 'returns-garbage', 'classify-throws'];
+const RUN_FAULTS = [
+  'sends-then-throws-Error',
+  'hangs-ignoring-signal',
+  'returns-dripping-body',
+  'returns-garbage',
+  'classify-throws',
+];
 for (const fault of RUN_FAULTS)
   for (const moment of ['attempt-1', 'every-attempt']) {
     const run = async (env: Env, client: Client, faulted: boolean) =>
@@ -177,7 +189,11 @@ for (const fault of RUN_FAULTS)
 // intent.fetch(): a stalled error body, and a Request object as input.
 const fetchAct = (env: Env, client: Client) =>
   env.intent(client).then((i) =>
-    i.fetch('pay', { method: 'POST', body: JSON.stringify(env.body), headers: { 'content-type': 'application/json' } }),
+    i.fetch('pay', {
+      method: 'POST',
+      body: JSON.stringify(env.body),
+      headers: { 'content-type': 'application/json' },
+    }),
   );
 add({
   point: 'intent.fetch',
@@ -189,21 +205,25 @@ add({
   },
   resume: fetchAct,
 });
+const requestAct = async (env: Env, client: Client) => {
+  const intent = await env.intent(client);
+  const request = new Request(`${env.ledger.url}pay`, { method: 'POST', body: JSON.stringify(env.body) });
+  return intent.fetch(request as unknown as string);
+};
 add({
   point: 'intent.fetch',
   fault: 'Request-object-input',
   moment: 'first-call',
   async act(env) {
-    const intent = await env.intent(env.client());
-    const request = new Request(`${env.ledger.url}pay`, { method: 'POST', body: JSON.stringify(env.body) });
     try {
-      return await intent.fetch(request as unknown as string);
+      return await requestAct(env, env.client());
     } finally {
       for (const r of env.ledger.requests)
         if (r.method !== 'POST' || r.body !== JSON.stringify(env.body) || r.url.includes('object'))
           env.findings.push(`fetch(Request) sent ${r.method} ${r.url} body ${JSON.stringify(r.body.slice(0, 40))}`);
     }
   },
+  resume: requestAct,
 });
 
 // The app's callbacks.
@@ -224,7 +244,14 @@ const CALLBACKS: Record<string, (env: Env, first: () => boolean) => void> = {
     env.options.ky = { hooks: { afterResponse: [() => boom(env, first)] } };
   },
   'profile.classify-throws': (env, first) => {
-    env.options.profile = { ...ietf, name: 'buggy', classify: (a) => (boom(env, first), ietf.classify(a)) };
+    env.options.profile = {
+      ...ietf,
+      name: 'buggy',
+      classify: (a) => {
+        boom(env, first);
+        return ietf.classify(a);
+      },
+    };
   },
   'onEvent-throws': (env, first) => {
     env.options.onEvent = () => boom(env, first);
@@ -277,7 +304,10 @@ for (const fault of ['now+6h', 'now-6h'])
         const client = env.client();
         const intent = await env.intent(client);
         if (moment === 'before-send') offset = jump;
-        else env.ledger.onRequest = () => void (offset = jump);
+        else
+          env.ledger.onRequest = () => {
+            offset = jump;
+          };
         return intent.post('pay', { json: env.body });
       },
     });
@@ -312,7 +342,8 @@ for (const writer of ['same-process', 'other-process'])
             env.ledger.faultFor = (n) => (n === 1 ? 'hold' : 'ok');
             env.ledger.onHeld = () => void side().then(() => env.ledger.release());
           }
-          if (moment === 'after-answer') env.store.before = { op: 'update:settle', run: async () => void (await side()) };
+          if (moment === 'after-answer')
+            env.store.before = { op: 'update:settle', run: async () => void (await side()) };
           return intent.post('pay', { json: env.body });
         },
       });

@@ -7,7 +7,14 @@ import { FaultyStore } from './faulty-store.js';
 import { type Ledger, ledgerServer } from './ledger-server.js';
 
 /** Short budgets so a case ends in seconds. */
-export const BUDGET = { maxAttempts: 4, deadline: 1500, timeout: 300, baseDelay: 1, maxDelay: 20, inProgressDelay: 100 };
+export const BUDGET = {
+  maxAttempts: 4,
+  deadline: 1500,
+  timeout: 300,
+  baseDelay: 1,
+  maxDelay: 20,
+  inProgressDelay: 100,
+};
 export const STORE_TIMEOUT = 1000;
 export const LEASE_TTL = 600;
 
@@ -31,6 +38,8 @@ export interface Env {
   post(client: Client): Promise<unknown>;
   intent(client: Client): Promise<Intent>;
   closers: (() => unknown)[];
+  /** Ledger requests before the call under test began (a follow-up call after a good POST). */
+  before: number;
 }
 
 export async function makeEnv(id: string): Promise<Env> {
@@ -48,6 +57,7 @@ export async function makeEnv(id: string): Promise<Env> {
     sideErrors: [],
     findings: [],
     closers: [() => ledger.close()],
+    before: 0,
     client(extra = {}) {
       return createClient({
         baseUrl: ledger.url,

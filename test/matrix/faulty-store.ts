@@ -83,7 +83,16 @@ export class FaultyStore extends MemoryStore {
 
   #other(scope: string): IntentRecord {
     const t = Date.now();
-    return { v: 1, scope, name: 'someone-else', key: 'other-key-0000', state: 'ready', attempts: 0, createdAt: t, updatedAt: t };
+    return {
+      v: 1,
+      scope,
+      name: 'someone-else',
+      key: 'other-key-0000',
+      state: 'ready',
+      attempts: 0,
+      createdAt: t,
+      updatedAt: t,
+    };
   }
 
   #garbageRecord(scope: string, kind: StoreFault): unknown {

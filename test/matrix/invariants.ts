@@ -55,7 +55,7 @@ export async function runCase(c: Case): Promise<CaseResult> {
       outcome = describe(error);
     }
     if (settled !== HUNG && ms > BUDGET.deadline + BOUND) fail(5, `settled after ${Math.round(ms)} ms`);
-    const during = env.ledger.requests.filter((r) => r.order === env.order || r.order === undefined);
+    const during = env.ledger.requests.slice(env.before).filter((r) => r.order === env.order || r.order === undefined);
     env.lifted = true;
     env.store.lift();
     env.ledger.lift();
@@ -78,7 +78,10 @@ function checkCall(env: Env, error: unknown, received: number, fail: (i: number,
   const sent = (error as { sent?: boolean }).sent;
   const mayHave = received > 0 || env.mayHaveSent;
   if (mayHave && sent !== true)
-    fail(4, `${error.code} has sent:${String(sent)} though ${received ? `the ledger got ${received} request(s)` : 'the transport was entered'}`);
+    fail(
+      4,
+      `${error.code} has sent:${String(sent)} though ${received ? `the ledger got ${received} request(s)` : 'the transport was entered'}`,
+    );
   if (sent === false && received > 0) fail(4, `${error.code} says sent:false, ledger got ${received}`);
 }
 
@@ -104,7 +107,7 @@ async function checkAfter(c: Case, env: Env, error: unknown, fail: (i: number, w
   try {
     if (sentKey) {
       const intent = await guard(env.intent(client), 3000);
-      if (intent !== typeof HUNG && typeof intent === 'object' && intent.key !== raw(sentKey))
+      if (intent !== HUNG && intent.key !== raw(sentKey))
         fail(6, 'a fresh client.intent() returns another key than the one sent');
     }
     const resumed = await guard((c.resume ?? ((e, cl) => e.post(cl)))(env, client), RESUME.deadline + BOUND);

@@ -142,7 +142,7 @@ export async function ledgerServer(): Promise<Ledger> {
         .join('')}\r\n`;
     if (fault === 'stall-error-body') {
       req.status = 503;
-      return void socket.write(head(503, { 'content-type': 'application/json', 'content-length': '1000' }) + '{');
+      return void socket.write(`${head(503, { 'content-type': 'application/json', 'content-length': '1000' })}{`);
     }
     if (fault === 'stall-body' || fault === 'drip-body' || fault === 'reset-mid-body') {
       req.status = done.status;
