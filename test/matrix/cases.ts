@@ -33,9 +33,12 @@ const FOLLOW_UP: Partial<Record<StoreOp, (env: Env, c: Client) => Promise<unknow
   clear: (_env, c) => c.clear(),
   close: (_env, c) => c.close(),
 };
+// Only writes made more than once per call get a second moment.
+const STORE_MOMENTS = (op: StoreOp) =>
+  op === 'update:count' || op === 'update:renew' ? ['call-1', 'call-2'] : ['call-1'];
 for (const op of STORE_OPS)
   for (const fault of STORE_FAULTS)
-    for (const moment of ['call-1', 'call-2']) {
+    for (const moment of STORE_MOMENTS(op)) {
       const follow = FOLLOW_UP[op];
       add({
         point: `store.${op}`,
@@ -49,6 +52,14 @@ for (const op of STORE_OPS)
             holdFor(env, 1, 700);
             env.options.retry = { ...BUDGET, timeout: 1200 };
           }
+          // Attempt-count writes come with retries: the first two attempts go unanswered.
+          if (op === 'update:count') env.ledger.faultFor = (n) => (n <= 2 ? 'reset-after-effect' : 'ok');
+          // The undo write follows a call that provably sent nothing: connections refused until lifted.
+          if (op === 'update:undo')
+            env.options.fetch = async (input, init) => {
+              if (env.lifted) return globalThis.fetch(input, init);
+              throw Object.assign(new TypeError('fetch failed'), { cause: { code: 'ECONNREFUSED' } });
+            };
           const client = env.client();
           if (op === 'get') await follow?.(env, client);
           await env.post(client);

@@ -38,6 +38,7 @@ export const LATE_MS = 4000;
 
 /** Which write an updater is, from what it changes. */
 export function writeKind(current: IntentRecord | undefined, next: IntentRecord | undefined): StoreOp {
+  if (next?.state === 'ready' && current?.state === 'in_flight') return 'update:undo'; // nothing left: back as before
   if (!next || !current) return next?.state === 'in_flight' ? 'update:in_flight' : 'update:undo';
   if (next.state === 'in_flight' && (current.state !== 'in_flight' || current.lease?.owner !== next.lease?.owner))
     return 'update:in_flight';

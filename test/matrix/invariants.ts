@@ -21,6 +21,8 @@ export interface CaseResult {
   broken: Broken[];
   outcome: string;
   ms: number;
+  /** The planned store fault never fired: the flow did not reach that call (reported, not failed). */
+  unreached?: boolean;
 }
 
 const HUNG = Symbol('hung');
@@ -57,13 +59,15 @@ export async function runCase(c: Case): Promise<CaseResult> {
     if (settled !== HUNG && ms > BUDGET.deadline + BOUND) fail(5, `settled after ${Math.round(ms)} ms`);
     const during = env.ledger.requests.slice(env.before).filter((r) => r.order === env.order || r.order === undefined);
     env.lifted = true;
+    const planned = env.store.fault;
+    const unreached = planned !== undefined && (env.store.calls.get(planned.op) ?? 0) < planned.nth;
     env.store.lift();
     env.ledger.lift();
     checkCall(env, error, during.length, fail);
     await checkAfter(c, env, error, fail);
     for (const e of env.sideErrors) if (!isOncelyError(e)) fail(3, `another writer got ${describe(e)}`);
     for (const f of env.findings) fail(0, f);
-    return { id: c.id, broken, outcome, ms: Math.round(performance.now() - t0) };
+    return { id: c.id, broken, outcome, ms: Math.round(performance.now() - t0), unreached };
   } finally {
     for (const close of env.closers.reverse()) await guard(Promise.resolve().then(close), 500).catch(() => {});
   }

@@ -30,6 +30,11 @@ test(`fault matrix: ${selected.length} of ${CASES.length} cases`, { timeout: 60 
         `  FAIL ${r.id} → ${r.outcome} [${r.ms} ms]: ${r.broken.map((b) => `inv${b.invariant} ${b.what}`).join('; ')}`,
     ),
   ];
+  if (process.env.ONCELY_MATRIX_VERBOSE)
+    for (const r of results) lines.push(`  ${r.broken.length ? 'FAIL' : 'ok  '} ${r.id} → ${r.outcome} [${r.ms} ms]`);
+  const unreached = results.filter((r) => r.unreached).map((r) => r.id);
+  if (unreached.length)
+    lines.push(`  ${unreached.length} store faults never fired (call not reached): ${unreached.join(', ')}`);
   console.log(lines.join('\n'));
   expect(failing.map((r) => r.id)).toEqual([]);
 });
