@@ -24,7 +24,7 @@ test(`fault matrix: ${selected.length} of ${CASES.length} cases`, { timeout: 60 
   );
   const failing = results.filter((r) => r.broken.length > 0).sort((a, b) => a.id.localeCompare(b.id));
   const lines = [
-    `fault matrix: ${count((c) => c.point)} points × ${count((c) => `${c.point}/${c.fault}`)} point-faults × ${count((c) => c.moment)} moments = ${CASES.length} cases; ran ${selected.length} in ${Math.round((performance.now() - t0) / 1000)} s; ${failing.length} fail`,
+    `fault matrix: ${count((c) => c.point)} points, ${count((c) => `${c.point}/${c.fault}`)} point×fault pairs, ${count((c) => c.moment)} kinds of moment → ${CASES.length} cases; ran ${selected.length} in ${Math.round((performance.now() - t0) / 1000)} s; ${failing.length} fail`,
     ...failing.map(
       (r) =>
         `  FAIL ${r.id} → ${r.outcome} [${r.ms} ms]: ${r.broken.map((b) => `inv${b.invariant} ${b.what}`).join('; ')}`,
