@@ -376,7 +376,8 @@ export function createClient(options: ClientOptions): Client {
     async close() {
       for (const unsubscribe of unsubscribes) unsubscribe();
       coordinator.close?.();
-      await store.close?.();
+      // A store that hangs or throws while closing is the store's failure, within storeTimeout.
+      if (store.close) await guarded('closing the store', () => store.close!());
     },
   };
   return client;

@@ -2,6 +2,7 @@
  * The fault matrix of issue 17: every boundary the engine hands control to, every fault,
  * every moment, generated from the tables below. Exported so docs can list the cases.
  */
+import { isDeepStrictEqual } from 'node:util';
 import { type Client, ietf, LocalCoordinator } from '../../src/index.js';
 import { BUDGET, type Env } from './env.js';
 import { STORE_FAULTS, STORE_OPS, type StoreOp } from './faulty-store.js';
@@ -370,8 +371,17 @@ add({
     try {
       return await env.post(env.client());
     } finally {
-      for (const r of env.ledger.requests)
-        if (r.body !== JSON.stringify(env.body)) env.findings.push(`sent ${r.body} for ${JSON.stringify(env.body)}`);
+      // Canonical JSON (members sorted): the same value as JSON.stringify gives, holes as null.
+      const expected = JSON.stringify(env.body);
+      for (const r of env.ledger.requests) {
+        let same = false;
+        try {
+          same = isDeepStrictEqual(JSON.parse(r.body), JSON.parse(expected));
+        } catch {
+          // not JSON at all
+        }
+        if (!same) env.findings.push(`sent ${r.body} for ${expected}`);
+      }
     }
   },
 });
