@@ -8,13 +8,19 @@ import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { getSharedIdempotencyService, idempotency } from 'express-idempotency';
+
+type IdempotencyDataAdapter = NonNullable<NonNullable<Parameters<typeof idempotency>[0]>['dataAdapter']>;
+
 import { closeServer, invalidPayment, listen, sleep, slowMs, type TestServer } from './listen.js';
 
-export async function startExpressIdempotencyServer(): Promise<TestServer> {
+/** `dataAdapter`: another key store than the in-memory one (test/check's Redis); `closing` runs after the server closes. */
+export async function startExpressIdempotencyServer(
+  options: { dataAdapter?: IdempotencyDataAdapter; closing?: () => Promise<void> } = {},
+): Promise<TestServer> {
   let effects = 0;
   const app = express();
   app.use(express.json());
-  app.post('/payments', idempotency());
+  app.post('/payments', idempotency(options.dataAdapter ? { dataAdapter: options.dataAdapter } : undefined));
   app.post('/payments', async (req: Request, res: Response) => {
     if (getSharedIdempotencyService().isHit(req)) return;
     const invalid = invalidPayment(req.body);
@@ -34,5 +40,9 @@ export async function startExpressIdempotencyServer(): Promise<TestServer> {
   });
   const server = createServer(app);
   const url = await listen(server);
-  return { url, effects: () => effects, close: () => closeServer(server) };
+  const close = async () => {
+    await closeServer(server);
+    await options.closing?.();
+  };
+  return { url, effects: () => effects, close };
 }
