@@ -229,7 +229,7 @@ export function createClient(options: ClientOptions): Client {
   const store = options.store;
   if (!store)
     throw new InvalidArgumentError(
-      'createClient needs a store. Import createClient from "oncely" (IndexedDB in browsers, SQLite in Node), or pass `store: new MemoryStore()` for tests.',
+      'createClient needs a store here: this runtime (an edge or worker runtime, or the core entry) has no default. Pass one, e.g. `store: new PostgresStore({ pool })` from "oncely/postgres", or `new MemoryStore()` for tests; in browsers and Node, "oncely" defaults to IndexedDB and SQLite.',
     );
   const scope = options.scope ?? 'default';
   if (typeof scope !== 'string' || scope === '' || !wellFormed(scope))

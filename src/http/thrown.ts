@@ -89,7 +89,9 @@ export function reportThrown(
   const chosen = custom?.(error);
   if (status !== undefined) {
     const answer = { status, headers: headers ?? new Headers(), body: e.raw ?? e.body ?? e.data ?? e.response?.data };
-    return { ...base, outcome: chosen ?? profile.classify(answer), replayed: isReplay(profile, answer) };
+    // The answer is the report's value, so errors carry its body as `lastAnswer.body` (stripe-node's `raw`).
+    const value = answer as never;
+    return { ...base, outcome: chosen ?? profile.classify(answer), replayed: isReplay(profile, answer), value };
   }
   if (chosen) return { ...base, outcome: chosen };
   if (isConnectionError(error)) return { ...base, outcome: 'no_answer', sent: !provablyNotSent(error) };

@@ -80,7 +80,8 @@ export async function storeCall<T>(
   } catch (error) {
     // Ours already (a corrupt record), unless it would say nothing left when something did.
     if (error instanceof OncelyError && (error.sent || !context.sent)) throw error;
-    throw new StoreError(`The store failed (${what}): ${(error as Error)?.message ?? String(error)}.${sent}`, {
+    const reason = String((error as Error)?.message ?? error).replace(/\.$/, '');
+    throw new StoreError(`The store failed (${what}): ${reason}.${sent}`, {
       ...context,
       cause: error,
     });

@@ -2,7 +2,9 @@
  * `oncely/mock/msw`: mount a contract server as MSW 3 request handlers. The only module
  * of oncely that imports `msw` (an optional peer dependency); `oncely/mock` works without it.
  */
+
 import { type HttpHandler, HttpResponse, http } from 'msw';
+import { InvalidArgumentError } from '../errors.js';
 import type { ContractServer } from './contract-server.js';
 
 export interface MswHandlersOptions {
@@ -29,7 +31,7 @@ const underBase = (base: URL, target: URL): boolean => {
  * MSW handlers answering from `server`. A dropped or hung-then-released request becomes
  * `HttpResponse.error()`: the client's `fetch` rejects with a network error.
  *
- * @throws TypeError without a `baseUrl` when the server runs its default routes: they
+ * @throws InvalidArgumentError without a `baseUrl` when the server runs its default routes: they
  * serve every path, so the handlers would answer every request of the app.
  * @example
  * import { setupServer } from 'msw/node';
@@ -41,7 +43,7 @@ const underBase = (base: URL, target: URL): boolean => {
  */
 export function mswHandlers(server: ContractServer, options: MswHandlersOptions = {}): HttpHandler[] {
   if (options.baseUrl === undefined && server.defaultRoutes) {
-    throw new TypeError(
+    throw new InvalidArgumentError(
       'mswHandlers needs a baseUrl when the contract server has no routes of its own: its default routes serve every path and would answer every request of the app. Pass { baseUrl: "https://api.test" } or give createContractServer routes.',
     );
   }

@@ -269,3 +269,20 @@ describe('the intent and its record', () => {
     expect(await moved.post('payments?x=1', { json: { amount: 1 } })).toMatchObject({ status: 201 });
   });
 });
+
+describe('run(): the answer a thrown error carries', () => {
+  it("a stripe-node-style error's raw body is the error's body and lastAnswer.body", async () => {
+    const raw = { error: { type: 'card_error', code: 'card_declined' } };
+    const declined = () => Object.assign(new Error('Your card was declined.'), { statusCode: 402, raw });
+    const intent = await api().intent('job:raw');
+    await expect(intent.run(async () => Promise.reject(declined()))).rejects.toMatchObject({
+      code: 'HTTP_ERROR',
+      status: 402,
+      body: raw,
+    });
+    const unavailable = Object.assign(new Error('busy'), { statusCode: 503, raw: { error: { type: 'api_error' } } });
+    const busy = await api({ retry: { maxAttempts: 2, baseDelay: 1 } }).intent('job:busy');
+    const error = await busy.run(async () => Promise.reject(unavailable)).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'OUTCOME_UNKNOWN', lastAnswer: { status: 503, body: unavailable.raw } });
+  });
+});
