@@ -28,9 +28,9 @@ const KB = 1024;
  * added 1.1 KB: 33.6 KB / 23.6 KB; offline waits, keepalive, `send()` and the kept lock's
  * report 0.7 KB more. Issue 18 §4 is the one that cuts it (run()/fetch() and profiles
  * reached only by import). Issue 21 moved UUIDv7 from uuid into oncely's own code and
- * redacts keys in errors: own code 24.8 KB.
+ * redacts keys in errors: own code 24.8 KB; run()'s context fetch 0.3 KB more.
  */
-export const BUDGET = { total: 34.5 * KB, own: 25 * KB };
+export const BUDGET = { total: 35 * KB, own: 25.5 * KB };
 /** What issue 13 asks for. Reported, not enforced. */
 export const TARGET = { total: 18 * KB, own: 6 * KB };
 

@@ -44,6 +44,13 @@ export interface RunContext {
   attempt: number;
   /** Aborts on the caller's signal and on the per-attempt timeout: pass it to your transport. */
   signal: AbortSignal;
+  /**
+   * The client's `fetch` for this attempt: the key header and `signal` added. Use it rather
+   * than the global `fetch` when your function returns a parsed body: oncely then still sees
+   * the status (a 503 whose body you parsed is retried, not stored as a success).
+   * @example intent.run(async ({ fetch }) => (await fetch('https://api.example.com/pay', { method: 'POST', body })).json())
+   */
+  fetch: (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
 }
 
 export interface RunOptions {

@@ -7,7 +7,15 @@ import {
   TransportError,
 } from '../errors.js';
 import type { ReadAnswer } from '../http/answer.js';
-import { fetchAttempt, type HttpSender, type HttpTarget, httpAttempt, withTimeout } from '../http/attempt.js';
+import {
+  answerReport,
+  fetchAttempt,
+  type HttpSender,
+  type HttpTarget,
+  httpAttempt,
+  readCopy,
+  withTimeout,
+} from '../http/attempt.js';
 import { type StandardSchemaV1, validate } from '../http/schema.js';
 import { reportThrown, reportValue } from '../http/thrown.js';
 import type { CallPlan, IntentHandle } from './call.js';
@@ -150,12 +158,25 @@ export async function runPlan<T>(
     url: h.name,
     attempt: async (attempt, timeout, parent) => {
       const bounded = withTimeout(parent, timeout);
+      // The last answer through the context's fetch: a parsed body does not hide its status.
+      let seen: Response | undefined;
+      const fetch = async (input: string | URL | Request, init: RequestInit = {}) => {
+        const sent = new Headers(init.headers ?? (input instanceof Request ? input.headers : undefined));
+        for (const [name, value] of Object.entries(headers)) sent.set(name, value);
+        const response = await ctx.fetch(input, { ...init, headers: sent, signal: bounded.signal });
+        seen = response;
+        return response;
+      };
       try {
         // The value's own answer (a Response's body) is read within the attempt's bound too.
         return await bounded.race(
           Promise.resolve()
-            .then(() => fn({ key: h.key, headers: { ...headers }, attempt, signal: bounded.signal }))
-            .then((value) => reportValue(value, ctx.profile)),
+            .then(() => fn({ key: h.key, headers: { ...headers }, attempt, signal: bounded.signal, fetch }))
+            .then(async (value) => {
+              if (value instanceof Response || !seen || seen.ok) return reportValue(value, ctx.profile);
+              const body = seen.bodyUsed ? undefined : (await readCopy(seen)).body;
+              return answerReport(ctx.profile, { status: seen.status, headers: seen.headers, body }, value);
+            }),
         );
       } catch (error) {
         if (bounded.signal.aborted)

@@ -27,11 +27,17 @@ describe('run(): a first-class path', () => {
     const seen: unknown[] = [];
     const intent = await api().intent('job');
     await intent.run(async (context) => {
-      seen.push({ ...context, signal: context.signal instanceof AbortSignal });
+      seen.push({ ...context, signal: context.signal instanceof AbortSignal, fetch: typeof context.fetch });
       return 'ok';
     });
     expect(seen).toEqual([
-      { key: intent.key, headers: { 'Idempotency-Key': `"${intent.key}"` }, attempt: 1, signal: true },
+      {
+        key: intent.key,
+        headers: { 'Idempotency-Key': `"${intent.key}"` },
+        attempt: 1,
+        signal: true,
+        fetch: 'function',
+      },
     ]);
     const stripe = await api({ profile: 'stripe' }).intent('job');
     await stripe.run(async ({ headers }) => {
@@ -284,5 +290,29 @@ describe('run(): the answer a thrown error carries', () => {
     const busy = await api({ retry: { maxAttempts: 2, baseDelay: 1 } }).intent('job:busy');
     const error = await busy.run(async () => Promise.reject(unavailable)).catch((e: unknown) => e);
     expect(error).toMatchObject({ code: 'OUTCOME_UNKNOWN', lastAnswer: { status: 503, body: unavailable.raw } });
+  });
+});
+
+describe("run(): the context's fetch", () => {
+  it('a 503 whose body the function parsed is retried under the same key, not stored as a success', async () => {
+    const statuses = [503, 201];
+    const keys: (string | null)[] = [];
+    const client = createClient({
+      baseUrl: 'https://api.test/',
+      store: new MemoryStore(),
+      retry: { baseDelay: 1, maxDelay: 5 },
+      fetch: async (_input, init) => {
+        keys.push(new Headers(init?.headers).get('idempotency-key'));
+        const status = statuses.shift() ?? 201;
+        return new Response(JSON.stringify({ status }), { status, headers: { 'content-type': 'application/json' } });
+      },
+    });
+    const intent = await client.intent('run:parsed');
+    const data = await intent.run(async ({ fetch }) =>
+      (await fetch('https://api.test/pay', { method: 'POST' })).json(),
+    );
+    expect(data).toEqual({ status: 201 });
+    expect(keys).toEqual([`"${intent.key}"`, `"${intent.key}"`]);
+    expect(intent.state).toBe('succeeded');
   });
 });
