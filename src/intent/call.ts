@@ -82,6 +82,10 @@ const isStale = (lease: IntentLease | undefined, now: number) =>
   lease.until <= now ||
   (processId !== undefined && lease.owner.startsWith(`${processId}:`) && !liveOwners.has(lease.owner));
 
+/** The call's deadline passed while another call of the intent held its lock (another tab's, with Web Locks). */
+export const lockHeld = (h: IntentHandle) =>
+  new InProgressError({ ...contextOf(h), holder: h.ctx.coordinator.coversStore ? 'tab' : 'client' });
+
 export const contextOf = (h: IntentHandle, extra: ErrorContext & { sent?: boolean } = {}) => ({
   key: h.key,
   intent: h.name,
@@ -318,8 +322,7 @@ export async function sendCall<V, T>(
   const budget = new RetryBudget(ctx.retry, ctx.monotonic, ctx.now, ctx.random, startedAt);
   const afterLoop = () => budget.remaining() + SETTLE_GRACE;
   // The wait for the lock used the whole deadline: another call of this intent still runs.
-  if (budget.remaining() <= 0)
-    throw new InProgressError({ ...contextOf(h), holder: ctx.coordinator.coversStore ? 'tab' : 'client' });
+  if (budget.remaining() <= 0) throw lockHeld(h);
   liveOwners.add(owner);
   let stopRenewal = () => {};
   try {

@@ -1,7 +1,6 @@
 import type { LockSection } from '../coordinator/coordinator.js';
 import {
   CancelledError,
-  InProgressError,
   IntentMismatchError,
   IntentPendingError,
   InvalidArgumentError,
@@ -10,7 +9,7 @@ import {
 import type { StandardSchemaV1 } from '../http/schema.js';
 import { intentId, isPending } from '../store/record-rules.js';
 import type { IntentRecord } from '../store/store.js';
-import { applySentNote, type CallPlan, contextOf, type IntentHandle, sendCall } from './call.js';
+import { applySentNote, type CallPlan, contextOf, type IntentHandle, lockHeld, sendCall } from './call.js';
 import type { ClientContext } from './context.js';
 import { emit } from './ending.js';
 import { changedParts } from './fingerprint.js';
@@ -235,8 +234,7 @@ export class Intent {
       .catch((error: unknown) => {
         if (error instanceof OncelyError) throw error;
         if (signal?.aborted) throw cancelled();
-        if (waiting.signal.aborted)
-          throw new InProgressError({ ...contextOf(this.#h), holder: ctx.coordinator.coversStore ? 'tab' : 'client' });
+        if (waiting.signal.aborted) throw lockHeld(this.#h);
         throw error;
       })
       .finally(() => {

@@ -6,8 +6,8 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
-import { closeServer, invalidPayment, listen, sleep, type TestServer } from '../servers/listen.js';
-import { readBody, sendJson } from './http.js';
+import { closeServer, listen, sleep, type TestServer } from '../servers/listen.js';
+import { readBody, readPayment, sendJson } from './http.js';
 
 export async function startRacyWindowServer(): Promise<TestServer> {
   let effects = 0;
@@ -15,14 +15,8 @@ export async function startRacyWindowServer(): Promise<TestServer> {
   const server = createServer(async (req, res) => {
     const text = await readBody(req);
     if (req.method !== 'POST' || req.url !== '/payments') return sendJson(res, 404, { title: 'Not found' });
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      return sendJson(res, 400, { title: 'Invalid JSON' });
-    }
-    const invalid = invalidPayment(json);
-    if (invalid) return sendJson(res, 400, { title: 'Invalid payment', detail: invalid });
+    const json = readPayment(res, text);
+    if (json === undefined) return;
     const header = req.headers['idempotency-key'];
     const key = typeof header === 'string' ? /^"([^"\\]+)"$/.exec(header)?.[1] : undefined;
     if (key === undefined) return sendJson(res, 400, { title: 'Idempotency-Key is missing or not a string' });

@@ -6,8 +6,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
-import { closeServer, invalidPayment, listen, sleep, slowMs, type TestServer } from '../servers/listen.js';
-import { readBody, sendJson } from './http.js';
+import { closeServer, listen, sleep, slowMs, type TestServer } from '../servers/listen.js';
+import { readBody, readPayment, sendJson } from './http.js';
 
 export async function startRefuseRepeatsServer(): Promise<TestServer> {
   let effects = 0;
@@ -19,14 +19,8 @@ export async function startRefuseRepeatsServer(): Promise<TestServer> {
     if (typeof key !== 'string') return sendJson(res, 400, { title: 'Idempotency-Key is required' });
     if (claimed.has(key)) return sendJson(res, 422, { title: 'Idempotency-Key has been used' });
     claimed.add(key);
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      return sendJson(res, 400, { title: 'Invalid JSON' });
-    }
-    const invalid = invalidPayment(json);
-    if (invalid) return sendJson(res, 400, { title: 'Invalid payment', detail: invalid });
+    const json = readPayment(res, text);
+    if (json === undefined) return;
     await sleep(slowMs(req.headers['x-slow']));
     effects += 1;
     sendJson(
