@@ -4,27 +4,49 @@
  * network off; the intent is in IndexedDB, and the hook resumes it by itself under the same
  * key. Every status the page showed, across the reload, is recorded: it never says
  * `unknown` ("may have happened") and never fails.
+ *
+ * Chromium's offline emulation is not airtight across a navigation: around a reload a page
+ * sometimes gets an `online` event, `navigator.onLine` true, and a request through (seen
+ * in about 1 reload of 4). A client that sends then is right to, so the checks that
+ * nothing left while offline are made only when no page saw `online`; one charge under
+ * one key, and never `unknown` or `error`, are checked every time.
  */
 import type { BrowserContext, Page } from '@playwright/test';
+import { PERSIST_KEY } from '../app/tanstack-checkout.tsx';
 import { claimedKey, expect, expectState, test } from '../fixtures.ts';
 
 const SEEN = 'e2e:states-seen';
+const ONLINE = 'e2e:online-events';
 
-/** Records every status the page shows, in sessionStorage (kept across reloads of the tab). */
+/**
+ * Records every status the page shows, in sessionStorage (kept across reloads of the tab),
+ * and every `online` event any page gets, in localStorage.
+ */
 async function recordStates(context: BrowserContext): Promise<void> {
-  await context.addInitScript((key) => {
-    const seen: string[] = JSON.parse(sessionStorage.getItem(key) ?? '[]');
-    new MutationObserver(() => {
-      const state = document.querySelector('[data-testid="state"]')?.textContent;
-      if (!state || seen.at(-1) === state) return;
-      seen.push(state);
-      sessionStorage.setItem(key, JSON.stringify(seen));
-    }).observe(document, { subtree: true, childList: true, characterData: true });
-  }, SEEN);
+  await context.addInitScript(
+    ({ key, online }) => {
+      const seen: string[] = JSON.parse(sessionStorage.getItem(key) ?? '[]');
+      new MutationObserver(() => {
+        const state = document.querySelector('[data-testid="state"]')?.textContent;
+        if (!state || seen.at(-1) === state) return;
+        seen.push(state);
+        sessionStorage.setItem(key, JSON.stringify(seen));
+      }).observe(document, { subtree: true, childList: true, characterData: true });
+      addEventListener('online', () => localStorage.setItem(online, String(Number(localStorage.getItem(online)) + 1)));
+    },
+    { key: SEEN, online: ONLINE },
+  );
 }
 
 const statesSeen = (page: Page): Promise<string[]> =>
   page.evaluate((key) => JSON.parse(sessionStorage.getItem(key) ?? '[]'), SEEN);
+
+/** True when no page got an `online` event: the emulated offline held (see the note above). */
+async function offlineHeld(page: Page): Promise<boolean> {
+  const events = Number(await page.evaluate((key) => localStorage.getItem(key), ONLINE));
+  if (events > 0) test.info().annotations.push({ type: 'offline emulation', description: `${events} online event(s)` });
+  return events === 0;
+}
 
 /** Waits until the service worker controls the page: from then on it can reload offline. */
 async function untilOfflineCapable(page: Page): Promise<void> {
@@ -55,16 +77,20 @@ test('offline before the click, a reload while offline, back online: the intent 
 
   await reloadOffline(page, key);
   // Nobody clicks: the reloaded page resumes the intent, which waits for the network.
-  await expectState(page, 'pending');
-  await expect(page.getByTestId('paused')).toHaveText('yes');
+  await expect(page.getByTestId('state')).toHaveText(/pending|retrying|success/);
   await shot(page, '01-reloaded-offline');
-  expect(await api.payments()).toEqual([]);
+  if (await offlineHeld(page)) {
+    await expectState(page, 'pending');
+    await expect(page.getByTestId('paused')).toHaveText('yes');
+    expect(await api.payments()).toEqual([]);
+  }
 
   await page.context().setOffline(false);
   await expectState(page, 'success');
   await expect(page.getByTestId('paused')).toHaveText('no');
   const payments = await api.payments();
-  expect(payments.map((p) => [p.outcome, p.key])).toEqual([['created', key]]);
+  expect(payments.filter((p) => p.outcome === 'created')).toHaveLength(1);
+  expect(new Set(payments.map((p) => p.key))).toEqual(new Set([key]));
   expect(await api.ledger()).toHaveLength(1);
   const seen = await statesSeen(page);
   expect(seen).not.toContain('unknown');
@@ -89,7 +115,7 @@ test('offline mid-call (the request left, no answer), a reload while offline, ba
   await page.context().setOffline(true);
   await reloadOffline(page, key);
   await expectState(page, /pending|retrying/);
-  await expect(page.getByTestId('paused')).toHaveText('yes');
+  if (await offlineHeld(page)) await expect(page.getByTestId('paused')).toHaveText('yes');
   await shot(page, '01-reloaded-offline');
   // The first request commits now, while the page waits offline: its answer never arrives.
   await api.control({ release: true });
@@ -105,6 +131,40 @@ test('offline mid-call (the request left, no answer), a reload while offline, ba
   // Sent, so "unknown" would be true; but the call never ended before its answer came.
   const seen = await statesSeen(page);
   expect(seen).not.toContain('unknown');
+  expect(seen).not.toContain('error');
+  expect(seen.at(-1)).toBe('success');
+});
+
+test('TanStack Query: offline before the click, a reload while offline, back online: the restored mutation pays once', async ({
+  page,
+  api,
+  checkoutUrl,
+}) => {
+  await recordStates(page.context());
+  await page.goto(`${checkoutUrl({ sw: true })}&ui=tanstack`);
+  const key = await claimedKey(page);
+  await untilOfflineCapable(page);
+  await page.context().setOffline(true);
+  await page.getByTestId('pay').click();
+  // TanStack pauses the mutation (networkMode 'online') and persists it, variables included.
+  await expect
+    .poll(() => page.evaluate((k) => JSON.parse(localStorage.getItem(k) ?? 'null')?.clientState.mutations, PERSIST_KEY))
+    .toMatchObject([{ mutationKey: ['checkout'], state: { status: 'pending', isPaused: true } }]);
+
+  await reloadOffline(page, key);
+  await expect(page.getByTestId('state')).toHaveText(/pending|success/);
+  if (await offlineHeld(page)) {
+    await expectState(page, 'pending'); // restored and resumed: it waits for the network
+    expect(await api.payments()).toEqual([]);
+  }
+
+  await page.context().setOffline(false);
+  await expectState(page, 'success');
+  const payments = await api.payments();
+  expect(payments.filter((p) => p.outcome === 'created')).toHaveLength(1);
+  expect(new Set(payments.map((p) => p.key))).toEqual(new Set([key]));
+  expect(await api.ledger()).toHaveLength(1);
+  const seen = await statesSeen(page);
   expect(seen).not.toContain('error');
   expect(seen.at(-1)).toBe('success');
 });
