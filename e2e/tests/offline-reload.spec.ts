@@ -14,7 +14,7 @@
  */
 import type { BrowserContext, Page } from '@playwright/test';
 import { PERSIST_KEY } from '../app/tanstack-checkout.tsx';
-import { claimedKey, expect, expectState, test } from '../fixtures.ts';
+import { type Api, claimedKey, expect, expectState, test } from '../fixtures.ts';
 
 const SEEN = 'e2e:states-seen';
 const ONLINE = 'e2e:online-events';
@@ -61,6 +61,22 @@ async function reloadOffline(page: Page, key: string): Promise<void> {
   expect(await claimedKey(page)).toBe(key);
 }
 
+/**
+ * Back online: the page ends in success, one charge under `key`, and of every status it
+ * showed across the reload none was `error` (nor `unknown`, unless allowed).
+ */
+async function backOnlineOneCharge(page: Page, api: Api, key: string, never = ['error', 'unknown']): Promise<void> {
+  await page.context().setOffline(false);
+  await expectState(page, 'success');
+  const payments = await api.payments();
+  expect(payments.filter((p) => p.outcome === 'created')).toHaveLength(1);
+  expect(new Set(payments.map((p) => p.key))).toEqual(new Set([key]));
+  expect(await api.ledger()).toHaveLength(1);
+  const seen = await statesSeen(page);
+  for (const state of never) expect(seen).not.toContain(state);
+  expect(seen.at(-1)).toBe('success');
+}
+
 test('offline before the click, a reload while offline, back online: the intent resumes by itself, one charge', async ({
   page,
   api,
@@ -86,17 +102,8 @@ test('offline before the click, a reload while offline, back online: the intent 
     expect(await api.payments()).toEqual([]);
   }
 
-  await page.context().setOffline(false);
-  await expectState(page, 'success');
+  await backOnlineOneCharge(page, api, key);
   await expect(page.getByTestId('paused')).toHaveText('no');
-  const payments = await api.payments();
-  expect(payments.filter((p) => p.outcome === 'created')).toHaveLength(1);
-  expect(new Set(payments.map((p) => p.key))).toEqual(new Set([key]));
-  expect(await api.ledger()).toHaveLength(1);
-  const seen = await statesSeen(page);
-  expect(seen).not.toContain('unknown');
-  expect(seen).not.toContain('error');
-  expect(seen.at(-1)).toBe('success');
 });
 
 test('offline mid-call (the request left, no answer), a reload while offline, back online: the replay, one charge', async ({
@@ -122,18 +129,9 @@ test('offline mid-call (the request left, no answer), a reload while offline, ba
   await api.control({ release: true });
   await expect.poll(async () => (await api.ledger()).length).toBe(1);
 
-  await page.context().setOffline(false);
-  await expectState(page, 'success');
-  await expect(page.getByTestId('replayed')).toHaveText('yes');
-  const payments = await api.payments();
-  expect(payments.filter((p) => p.outcome === 'created')).toHaveLength(1);
-  expect(new Set(payments.map((p) => p.key))).toEqual(new Set([key]));
-  expect(await api.ledger()).toHaveLength(1);
   // Sent, so "unknown" would be true; but the call never ended before its answer came.
-  const seen = await statesSeen(page);
-  expect(seen).not.toContain('unknown');
-  expect(seen).not.toContain('error');
-  expect(seen.at(-1)).toBe('success');
+  await backOnlineOneCharge(page, api, key);
+  await expect(page.getByTestId('replayed')).toHaveText('yes');
 });
 
 test('TanStack Query: offline before the click, a reload while offline, back online: the restored mutation pays once', async ({
@@ -159,13 +157,5 @@ test('TanStack Query: offline before the click, a reload while offline, back onl
     expect(await api.payments()).toEqual([]);
   }
 
-  await page.context().setOffline(false);
-  await expectState(page, 'success');
-  const payments = await api.payments();
-  expect(payments.filter((p) => p.outcome === 'created')).toHaveLength(1);
-  expect(new Set(payments.map((p) => p.key))).toEqual(new Set([key]));
-  expect(await api.ledger()).toHaveLength(1);
-  const seen = await statesSeen(page);
-  expect(seen).not.toContain('error');
-  expect(seen.at(-1)).toBe('success');
+  await backOnlineOneCharge(page, api, key);
 });
