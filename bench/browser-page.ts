@@ -150,6 +150,35 @@ let ready: (() => void) | undefined;
 let clicked: ((click: Click) => void) | undefined;
 let lastClick: Promise<Click> | undefined;
 
+/** The measured button: notes the click's timings, and reports them once the response is shown. */
+function PayButton({ status, disabled, onPay }: { status: string; disabled: boolean; onPay: () => void }) {
+  useEffect(() => {
+    if (status === 'success' && pending) {
+      clicked?.({ ...pending, done: performance.now() });
+      pending = undefined;
+    }
+  }, [status]);
+  return createElement(
+    'button',
+    {
+      id: 'pay',
+      type: 'button',
+      disabled,
+      onClick: (event: { timeStamp: number }) => {
+        pending = {
+          event: event.timeStamp,
+          handler: performance.now(),
+          stored: Number.NaN,
+          fetch: Number.NaN,
+          done: 0,
+        };
+        onPay();
+      },
+    },
+    status,
+  );
+}
+
 function Checkout({ intent, variant }: { intent: string; variant: keyof typeof clients }) {
   const pay = useIdempotentMutation({
     client: clients[variant],
@@ -160,31 +189,7 @@ function Checkout({ intent, variant }: { intent: string; variant: keyof typeof c
   useEffect(() => {
     if (idle) ready?.();
   }, [idle]);
-  useEffect(() => {
-    if (pay.status === 'success' && pending) {
-      clicked?.({ ...pending, done: performance.now() });
-      pending = undefined;
-    }
-  }, [pay.status]);
-  return createElement(
-    'button',
-    {
-      id: 'pay',
-      type: 'button',
-      disabled: !idle,
-      onClick: (event: { timeStamp: number }) => {
-        pending = {
-          event: event.timeStamp,
-          handler: performance.now(),
-          stored: Number.NaN,
-          fetch: Number.NaN,
-          done: 0,
-        };
-        pay.mutate();
-      },
-    },
-    pay.status,
-  );
+  return createElement(PayButton, { status: pay.status, disabled: !idle, onPay: () => pay.mutate() });
 }
 
 const queryClient = new QueryClient();
@@ -204,48 +209,18 @@ function TanstackCheckout({ intent }: { intent: string }) {
   useEffect(() => {
     ready?.();
   }, []);
-  useEffect(() => {
-    if (pay.status === 'success' && pending) {
-      clicked?.({ ...pending, done: performance.now() });
-      pending = undefined;
-    }
-  }, [pay.status]);
-  return createElement(
-    'button',
-    {
-      id: 'pay',
-      type: 'button',
-      disabled: pay.status !== 'idle',
-      onClick: (event: { timeStamp: number }) => {
-        pending = {
-          event: event.timeStamp,
-          handler: performance.now(),
-          stored: Number.NaN,
-          fetch: Number.NaN,
-          done: 0,
-        };
-        pay.mutate();
-      },
-    },
-    pay.status,
-  );
+  return createElement(PayButton, { status: pay.status, disabled: pay.status !== 'idle', onPay: () => pay.mutate() });
 }
 
 /** `oncely/tanstack` options over the default browser client, one object per variant (what `hold` keeps). */
-const payments = {
-  claimed: idempotentMutationOptions({
+const paymentOptions = (mutationKey: string) =>
+  idempotentMutationOptions({
     client: clients.weblocks,
-    mutationKey: ['bench'],
+    mutationKey: [mutationKey],
     intent: (vars: { intent: string }) => vars.intent,
     mutationFn: (vars, { intent }) => intent.post('ok', { json: { amount: 1999, cart: vars.intent } }),
-  }),
-  held: idempotentMutationOptions({
-    client: clients.weblocks,
-    mutationKey: ['bench-held'],
-    intent: (vars: { intent: string }) => vars.intent,
-    mutationFn: (vars, { intent }) => intent.post('ok', { json: { amount: 1999, cart: vars.intent } }),
-  }),
-};
+  });
+const payments = { claimed: paymentOptions('bench'), held: paymentOptions('bench-held') };
 
 /** TanStack's `useMutation` over `oncely/tanstack`: the key claimed on mount, the lock kept too when `held`. */
 function TanstackOncelyCheckout({ intent, held }: { intent: string; held: boolean }) {
@@ -256,31 +231,11 @@ function TanstackOncelyCheckout({ intent, held }: { intent: string; held: boolea
     void payment.claim(vars).then(() => ready?.());
   }, [payment, vars]);
   const pay = useMutation(payment);
-  useEffect(() => {
-    if (pay.status === 'success' && pending) {
-      clicked?.({ ...pending, done: performance.now() });
-      pending = undefined;
-    }
-  }, [pay.status]);
-  return createElement(
-    'button',
-    {
-      id: 'pay',
-      type: 'button',
-      disabled: pay.status !== 'idle',
-      onClick: (event: { timeStamp: number }) => {
-        pending = {
-          event: event.timeStamp,
-          handler: performance.now(),
-          stored: Number.NaN,
-          fetch: Number.NaN,
-          done: 0,
-        };
-        pay.mutate(vars);
-      },
-    },
-    pay.status,
-  );
+  return createElement(PayButton, {
+    status: pay.status,
+    disabled: pay.status !== 'idle',
+    onPay: () => pay.mutate(vars),
+  });
 }
 
 export type Variant = keyof typeof clients | 'tanstack' | 'tanstack-oncely' | 'tanstack-oncely-held';
