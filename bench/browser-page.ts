@@ -7,7 +7,9 @@
  *   `useIdempotentMutation` and resolves once its key is claimed (idle, key known).
  *   `weblocks` is the default browser client (IndexedDB + Web Locks across tabs);
  *   `local` the same with a `LocalCoordinator` (locks within the page only), to show
- *   what the cross-tab lock costs;
+ *   what the cross-tab lock costs; `tanstack` is TanStack's `useMutation` with a plain
+ *   fetch (the floor); `tanstack-oncely` the same over `oncely/tanstack` options (the key
+ *   claimed on mount), and `tanstack-oncely-held` with `payment.hold(vars)` on mount too;
  * - `benchLastClick()`: resolves, once the response of the click is shown, with the
  *   click's timings: event time, handler start, `in_flight` stored, `fetch` called;
  * - `benchBareClaims()`: the latencies of the clicks on `#bare` so far, each of which
@@ -20,7 +22,8 @@ import { QueryClient, QueryClientProvider, useMutation } from '@tanstack/react-q
 import { createClient, LocalCoordinator } from 'oncely';
 import { IdbStore } from 'oncely/browser';
 import { useIdempotentMutation } from 'oncely/react';
-import { createElement, useEffect } from 'react';
+import { idempotentMutationOptions } from 'oncely/tanstack';
+import { createElement, useEffect, useMemo } from 'react';
 import { createRoot } from 'react-dom/client';
 
 export interface Click {
@@ -147,6 +150,35 @@ let ready: (() => void) | undefined;
 let clicked: ((click: Click) => void) | undefined;
 let lastClick: Promise<Click> | undefined;
 
+/** The measured button: notes the click's timings, and reports them once the response is shown. */
+function PayButton({ status, disabled, onPay }: { status: string; disabled: boolean; onPay: () => void }) {
+  useEffect(() => {
+    if (status === 'success' && pending) {
+      clicked?.({ ...pending, done: performance.now() });
+      pending = undefined;
+    }
+  }, [status]);
+  return createElement(
+    'button',
+    {
+      id: 'pay',
+      type: 'button',
+      disabled,
+      onClick: (event: { timeStamp: number }) => {
+        pending = {
+          event: event.timeStamp,
+          handler: performance.now(),
+          stored: Number.NaN,
+          fetch: Number.NaN,
+          done: 0,
+        };
+        onPay();
+      },
+    },
+    status,
+  );
+}
+
 function Checkout({ intent, variant }: { intent: string; variant: keyof typeof clients }) {
   const pay = useIdempotentMutation({
     client: clients[variant],
@@ -157,31 +189,7 @@ function Checkout({ intent, variant }: { intent: string; variant: keyof typeof c
   useEffect(() => {
     if (idle) ready?.();
   }, [idle]);
-  useEffect(() => {
-    if (pay.status === 'success' && pending) {
-      clicked?.({ ...pending, done: performance.now() });
-      pending = undefined;
-    }
-  }, [pay.status]);
-  return createElement(
-    'button',
-    {
-      id: 'pay',
-      type: 'button',
-      disabled: !idle,
-      onClick: (event: { timeStamp: number }) => {
-        pending = {
-          event: event.timeStamp,
-          handler: performance.now(),
-          stored: Number.NaN,
-          fetch: Number.NaN,
-          done: 0,
-        };
-        pay.mutate();
-      },
-    },
-    pay.status,
-  );
+  return createElement(PayButton, { status: pay.status, disabled: !idle, onPay: () => pay.mutate() });
 }
 
 const queryClient = new QueryClient();
@@ -201,46 +209,53 @@ function TanstackCheckout({ intent }: { intent: string }) {
   useEffect(() => {
     ready?.();
   }, []);
-  useEffect(() => {
-    if (pay.status === 'success' && pending) {
-      clicked?.({ ...pending, done: performance.now() });
-      pending = undefined;
-    }
-  }, [pay.status]);
-  return createElement(
-    'button',
-    {
-      id: 'pay',
-      type: 'button',
-      disabled: pay.status !== 'idle',
-      onClick: (event: { timeStamp: number }) => {
-        pending = {
-          event: event.timeStamp,
-          handler: performance.now(),
-          stored: Number.NaN,
-          fetch: Number.NaN,
-          done: 0,
-        };
-        pay.mutate();
-      },
-    },
-    pay.status,
-  );
+  return createElement(PayButton, { status: pay.status, disabled: pay.status !== 'idle', onPay: () => pay.mutate() });
 }
 
-function benchMount(variant: keyof typeof clients | 'tanstack'): Promise<void> {
+/** `oncely/tanstack` options over the default browser client, one object per variant (what `hold` keeps). */
+const paymentOptions = (mutationKey: string) =>
+  idempotentMutationOptions({
+    client: clients.weblocks,
+    mutationKey: [mutationKey],
+    intent: (vars: { intent: string }) => vars.intent,
+    mutationFn: (vars, { intent }) => intent.post('ok', { json: { amount: 1999, cart: vars.intent } }),
+  });
+const payments = { claimed: paymentOptions('bench'), held: paymentOptions('bench-held') };
+
+/** TanStack's `useMutation` over `oncely/tanstack`: the key claimed on mount, the lock kept too when `held`. */
+function TanstackOncelyCheckout({ intent, held }: { intent: string; held: boolean }) {
+  const payment = payments[held ? 'held' : 'claimed'];
+  const vars = useMemo(() => ({ intent }), [intent]);
+  useEffect(() => (held ? payment.hold(vars) : undefined), [held, payment, vars]);
+  useEffect(() => {
+    void payment.claim(vars).then(() => ready?.());
+  }, [payment, vars]);
+  const pay = useMutation(payment);
+  return createElement(PayButton, {
+    status: pay.status,
+    disabled: pay.status !== 'idle',
+    onPay: () => pay.mutate(vars),
+  });
+}
+
+export type Variant = keyof typeof clients | 'tanstack' | 'tanstack-oncely' | 'tanstack-oncely-held';
+
+function benchMount(variant: Variant): Promise<void> {
   const intent = `checkout:${crypto.randomUUID()}`;
   lastClick = new Promise((resolve) => {
     clicked = resolve;
   });
   return new Promise((resolve) => {
     ready = resolve;
+    const held = variant === 'tanstack-oncely-held';
     root.render(
-      variant === 'tanstack'
+      variant === 'tanstack' || variant === 'tanstack-oncely' || held
         ? createElement(
             QueryClientProvider,
             { client: queryClient },
-            createElement(TanstackCheckout, { key: intent, intent }),
+            variant === 'tanstack'
+              ? createElement(TanstackCheckout, { key: intent, intent })
+              : createElement(TanstackOncelyCheckout, { key: intent, intent, held }),
           )
         : createElement(Checkout, { key: intent, intent, variant }),
     );

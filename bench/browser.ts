@@ -2,7 +2,8 @@
  * Section 4: the browser. In Debian's Chromium through Playwright: IndexedDB claim
  * latency with the browser store (`IdbStore`, strict durability), and the delay between
  * a click and its request leaving (`fetch` called) with `useIdempotentMutation`, whose
- * key is claimed on mount. The page (browser-page.ts) is bundled with esbuild and served,
+ * key is claimed on mount, and with TanStack's `useMutation` over `oncely/tanstack`
+ * (key claimed on mount; lock kept or not). The page (browser-page.ts) is bundled with esbuild and served,
  * with the API it posts to, from one node:http server on 127.0.0.1.
  *
  * Chromium defers IndexedDB and Web Locks replies that follow a click until the next
@@ -17,7 +18,7 @@ import path from 'node:path';
 import { chromium } from '@playwright/test';
 import { build } from 'esbuild';
 import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../e2e/chromium.ts';
-import type { Click } from './browser-page.ts';
+import type { Click, Variant } from './browser-page.ts';
 import { fmtMs, median, quantile } from './stats.ts';
 
 interface Timing {
@@ -50,6 +51,10 @@ export interface BrowserResult {
   clickScript: ClickResult;
   /** TanStack `useMutation` + plain fetch, real click: the floor of any React mutation. */
   clickTanstack: ClickResult;
+  /** TanStack `useMutation` over `oncely/tanstack` options, key claimed on mount, no lock kept. */
+  clickTanstackOncely: ClickResult;
+  /** The same with `payment.hold(vars)` on mount: the lock kept, as the hook does. */
+  clickTanstackOncelyHeld: ClickResult;
   /** A bare `IdbStore` claim started in a click handler (real input): the browser's floor. */
   bareClaimAfterClick: { n: number } & Timing;
   /** The same write and a Web Lock, made by a Worker the click handler messages (real input). */
@@ -128,14 +133,18 @@ export async function measureBrowser(options: {
     const isolated = await page.evaluate(() => globalThis.crossOriginIsolated);
     if (!isolated) throw new Error('the bench page is not cross-origin isolated: timer resolution would be 100 µs');
 
-    const clicks = { weblocks: [] as Click[], local: [] as Click[], script: [] as Click[], tanstack: [] as Click[] };
+    const variants = ['weblocks', 'local', 'script', 'tanstack', 'tanstack-oncely', 'tanstack-oncely-held'] as const;
+    const clicks = Object.fromEntries(variants.map((v) => [v, [] as Click[]])) as Record<
+      (typeof variants)[number],
+      Click[]
+    >;
     let bare: number[] = [];
     let inWorker: number[] = [];
     for (let i = 0; i < options.clicks + 10; i++) {
       // Alternate the variants, so that the machine's load hits them alike.
-      for (const variant of ['weblocks', 'local', 'script', 'tanstack'] as const) {
+      for (const variant of variants) {
         await page.evaluate(
-          (v) => (globalThis as unknown as { benchMount(v: string): Promise<void> }).benchMount(v),
+          (v) => (globalThis as unknown as { benchMount(v: Variant): Promise<void> }).benchMount(v),
           variant === 'script' ? 'weblocks' : variant,
         );
         if (variant === 'script') await page.evaluate(() => document.querySelector<HTMLButtonElement>('#pay')!.click());
@@ -193,6 +202,8 @@ export async function measureBrowser(options: {
       clickLocalLock: clickResult(clicks.local),
       clickScript: clickResult(clicks.script),
       clickTanstack: clickResult(clicks.tanstack),
+      clickTanstackOncely: clickResult(clicks['tanstack-oncely']),
+      clickTanstackOncelyHeld: clickResult(clicks['tanstack-oncely-held']),
       bareClaimAfterClick: { n: bare.length, ...stat(bare) },
       workerClaimAfterClick: {
         n: inWorker.length,
@@ -233,6 +244,11 @@ export function browserRows(b: BrowserResult): string[][] {
       fmtMs(b.clickTanstack.handlerToFetch.medianMs),
       `p95 ${fmtMs(b.clickTanstack.handlerToFetch.p95Ms)}; no key, no store, no lock`,
     ],
+    clickRow(
+      'click → request leaves, TanStack useMutation + oncely/tanstack, payment.hold(vars)',
+      b.clickTanstackOncelyHeld,
+    ),
+    clickRow('  same, claim(vars) only (no lock kept)', b.clickTanstackOncely),
     [
       `  a strict IndexedDB write + Web Lock, in a Worker messaged from a click handler (${inWorker.n} clicks)`,
       fmtMs(inWorker.medianMs),

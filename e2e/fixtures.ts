@@ -32,6 +32,8 @@ export interface Api {
 export interface OpenOptions {
   cart?: string;
   maxAttempts?: number;
+  /** Registers the page's service worker (`?sw=1`), so that it reloads offline. */
+  sw?: boolean;
 }
 
 export interface CheckoutFixtures {
@@ -94,6 +96,7 @@ export const test = base.extend<CheckoutFixtures, { site: StaticServer }>({
       site.pageUrl(api.url, {
         ...(options.cart ? { cart: options.cart } : {}),
         ...(options.maxAttempts ? { maxAttempts: options.maxAttempts } : {}),
+        ...(options.sw ? { sw: 1 } : {}),
       }),
     );
   },

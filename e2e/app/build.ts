@@ -26,6 +26,17 @@ export async function buildApp({ minify = true }: { minify?: boolean } = {}): Pr
     define: { 'process.env.NODE_ENV': JSON.stringify('production') },
     logLevel: 'warning',
   });
+  // The service worker is a classic script at the root, so its scope is the whole page.
+  await build({
+    entryPoints: [join(APP_DIR, 'sw.ts')],
+    outfile: join(BUILD_DIR, 'sw.js'),
+    bundle: true,
+    format: 'iife',
+    platform: 'browser',
+    target: 'chrome120',
+    minify,
+    logLevel: 'warning',
+  });
   copyFileSync(join(APP_DIR, 'index.html'), join(BUILD_DIR, 'index.html'));
   return BUILD_DIR;
 }

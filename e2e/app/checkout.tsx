@@ -84,6 +84,7 @@ export function Checkout({ client, config }: { client: Client; config: PageConfi
     replayed: pay.replayed,
     hasData: pay.data !== undefined,
     error: pay.error,
+    isPaused: pay.isPaused,
   });
 
   return (

@@ -1,4 +1,4 @@
-/** What the page reads from its URL: `?api=http://127.0.0.1:4010&cart=cart_1&account=acct_demo&maxAttempts=8&ui=tanstack`. */
+/** What the page reads from its URL: `?api=http://127.0.0.1:4010&cart=cart_1&account=acct_demo&maxAttempts=8&ui=tanstack&sw=1`. */
 export interface PageConfig {
   /** The payments API origin (another origin than the page's: CORS is for real). */
   api: string;
@@ -7,6 +7,8 @@ export interface PageConfig {
   maxAttempts: number;
   /** `?ui=tanstack`: the TanStack Query page instead of `useIdempotentMutation`. */
   ui: 'hook' | 'tanstack';
+  /** `?sw=1`: register the service worker that keeps the page loadable offline (e2e/app/sw.ts). */
+  sw: boolean;
 }
 
 declare global {
@@ -27,5 +29,6 @@ export function readConfig(location: Location = window.location): PageConfig {
     account: params.get('account') ?? 'acct_demo',
     maxAttempts: Number.isInteger(maxAttempts) && maxAttempts > 0 ? maxAttempts : 8,
     ui: params.get('ui') === 'tanstack' ? 'tanstack' : 'hook',
+    sw: params.get('sw') === '1',
   };
 }

@@ -20,6 +20,8 @@ try {
     retry: { maxAttempts: config.maxAttempts, deadline: 30_000, timeout: 5_000, baseDelay: 200, maxDelay: 1_000 },
   });
   Object.assign(window, { oncelyDemo: { client, config } });
+  // A checkout that survives a reload while offline is a PWA: its shell comes from a cache.
+  if (config.sw) navigator.serviceWorker?.register('/sw.js').catch(console.error);
   root.render(
     <StrictMode>
       {config.ui === 'tanstack' ? (

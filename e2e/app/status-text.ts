@@ -17,8 +17,15 @@ export const isMismatch = (error: unknown): boolean => {
 
 export function statusText(
   status: MutationStatus,
-  { attempts, replayed, hasData, error }: { attempts: number; replayed?: boolean; hasData: boolean; error: unknown },
+  {
+    attempts,
+    replayed,
+    hasData,
+    error,
+    isPaused,
+  }: { attempts: number; replayed?: boolean; hasData: boolean; error: unknown; isPaused?: boolean },
 ): string {
+  if (isPaused) return 'Offline: the payment waits for the network and goes on, under the same key, once it is back.';
   switch (status) {
     case 'idle':
       return 'Ready to pay. The idempotency key is already stored, before any click.';

@@ -1,7 +1,9 @@
 /**
  * The same checkout through TanStack Query: `useMutation` over `oncely/tanstack` options,
  * the client persisted to localStorage, so a reload mid-flight restores the mutation and
- * resumes it (same variables, so same intent, so same key). Opened with `?ui=tanstack`.
+ * resumes it (same variables, so same intent, so same key). The page holds the intent's
+ * cross-tab lock while shown (`payment.hold`), so a click's request leaves at once. Opened
+ * with `?ui=tanstack`.
  */
 import { createSyncStoragePersister } from '@tanstack/query-sync-storage-persister';
 import { QueryClient, useMutation, useMutationState } from '@tanstack/react-query';
@@ -34,11 +36,15 @@ const paymentOptions = (client: Client) =>
     mutationFn: (vars, { intent }) => intent.post('payments', { json: vars.body, schema: Payment }),
   });
 
+type PaymentOptions = ReturnType<typeof paymentOptions>;
+
 /** The page's QueryClient: mutation defaults registered before the persisted state is restored. */
 export function TanstackApp({ client, config }: { client: Client; config: PageConfig }) {
+  // One options object for the defaults and useMutation: what hold() keeps, mutationFn sends through.
+  const [payment] = useState(() => paymentOptions(client));
   const [queryClient] = useState(() => {
     const qc = new QueryClient();
-    qc.setMutationDefaults(MUTATION_KEY, paymentOptions(client));
+    qc.setMutationDefaults(MUTATION_KEY, payment);
     return qc;
   });
   const [persister] = useState(() =>
@@ -50,17 +56,17 @@ export function TanstackApp({ client, config }: { client: Client; config: PageCo
       persistOptions={{ persister, dehydrateOptions: { shouldDehydrateMutation } }}
       onSuccess={() => resumeMutations(queryClient)}
     >
-      <TanstackCheckout client={client} config={config} />
+      <TanstackCheckout payment={payment} config={config} />
     </PersistQueryClientProvider>
   );
 }
 
-function TanstackCheckout({ client, config }: { client: Client; config: PageConfig }) {
+function TanstackCheckout({ payment, config }: { payment: PaymentOptions; config: PageConfig }) {
   const [cart] = useCart(config.cartId);
-  const [payment] = useState(() => paymentOptions(client));
   const variables = useMemo<PayVariables>(() => ({ cartId: cart.id, body: paymentBody(cart) }), [cart]);
   const [key, setKey] = useState<string>();
-  // Claimed on mount: the key is in IndexedDB before the click.
+  // Claimed on mount (the key is in IndexedDB before the click), its lock kept while shown.
+  useEffect(() => payment.hold(variables), [payment, variables]);
   useEffect(() => {
     payment.claim(variables).then((intent) => setKey(intent.key), console.error);
   }, [payment, variables]);

@@ -34,3 +34,39 @@ test('TanStack Query: a reload mid-flight resumes the persisted mutation with th
 
   await releaseAndExpectOneReplayedCharge(page, api, key, shot);
 });
+
+test('TanStack Query, two tabs that hold the lock: the other tab asks for it and pays, the first gets the replay, one charge', async ({
+  context,
+  api,
+  checkoutUrl,
+  shot,
+}) => {
+  await api.control({ hold: true });
+  const url = `${checkoutUrl()}&ui=tanstack`;
+  const first = await context.newPage();
+  await first.goto(url);
+  const key = await claimedKey(first); // the first tab takes the intent's lock and keeps it
+  const second = await context.newPage();
+  await second.goto(url);
+  expect(await claimedKey(second)).toBe(key);
+
+  await second.getByTestId('pay').click(); // asks the first tab for the lock
+  await api.waitForHeld(1);
+  await first.getByTestId('pay').click(); // waits for the lock: nothing leaves while the second sends
+  await expectState(first, 'pending');
+  await expectState(second, 'pending');
+  await shot(second, '01-second-paying');
+
+  await api.control({ release: true });
+  await expectState(second, 'success');
+  await expectState(first, 'success');
+  await expect(second.getByTestId('replayed')).toHaveText('no');
+  await expect(first.getByTestId('replayed')).toHaveText('yes');
+  // No 409 in between: the first tab's request left only once the second's was answered.
+  const payments = await api.payments();
+  expect(payments.map((p) => [p.outcome, p.key])).toEqual([
+    ['created', key],
+    ['replayed', key],
+  ]);
+  expect(await api.ledger()).toHaveLength(1);
+});

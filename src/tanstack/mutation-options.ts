@@ -44,7 +44,7 @@ export interface IdempotentMutationConfig<T, V, C = unknown>
   mutationFn: (variables: V, context: IdempotentMutationContext) => Promise<T>;
 }
 
-/** Options for `useMutation` and `setMutationDefaults`, plus `claim`. */
+/** Options for `useMutation` and `setMutationDefaults`, plus `claim` and `hold`. */
 export type IdempotentMutationOptions<T, V, C = unknown> = MutationOptions<T, DefaultError, V, C> & {
   mutationKey: MutationKey;
   mutationFn: NonNullable<MutationOptions<T, DefaultError, V, C>['mutationFn']>;
@@ -55,10 +55,26 @@ export type IdempotentMutationOptions<T, V, C = unknown> = MutationOptions<T, De
    * when the intent forms, e.g. on mount, so the key is durable before the click.
    */
   claim: (variables: V) => Promise<Intent>;
+  /**
+   * Claims the intent of these variables and keeps its cross-tab lock until the returned
+   * function is called, as `useIdempotentMutation` does while mounted: a mutation of these
+   * variables then sends at once after a click, instead of one frame later (Chromium defers
+   * lock and IndexedDB answers after input). Another tab that needs the intent gets the lock
+   * as soon as no call runs here. Without Web Locks (Node) it only claims.
+   * @example useEffect(() => payment.hold(vars), [vars]); // instead of claim(vars)
+   */
+  hold: (variables: V) => () => void;
 };
 
 /** Marks oncely's mutations in `meta` (persisted with them), so a restored one is recognised. */
 const MARK = 'oncely';
+
+/** An intent held by `hold()` callers (counted: React's StrictMode holds twice), sent through by mutationFn. */
+interface Held {
+  intent: Promise<Intent>;
+  holders: number;
+  release: () => void;
+}
 
 /**
  * Turns an oncely intent into TanStack mutation options.
@@ -71,21 +87,70 @@ const MARK = 'oncely';
  *   mutationFn: (vars, { intent }) => intent.post('payments', { json: vars.body, schema: Payment }),
  * });
  * queryClient.setMutationDefaults(payment.mutationKey, payment); // before restoring a persisted client
- * // in the component:
- * useEffect(() => void payment.claim(vars), [cart.id]);
+ * // in the component: the key is stored on mount, and the click's request leaves at once
+ * useEffect(() => payment.hold(vars), [vars]);
  * const pay = useMutation(payment);
  */
 export function idempotentMutationOptions<T, V, C = unknown>(
   config: IdempotentMutationConfig<T, V, C>,
 ): IdempotentMutationOptions<T, V, C> {
   const { client, intent: nameOf, mutationFn, meta, ...rest } = config;
-  const claim = (variables: V) => client.intent(nameOf(variables));
+  const holds = new Map<string, Held>();
+  // A held intent is the one whose lock and record are kept: a call through it takes the fast path.
+  const claim = (variables: V) => {
+    const name = nameOf(variables);
+    return holds.get(name)?.intent.catch(() => client.intent(name)) ?? client.intent(name);
+  };
+  /** Claims `name` for `entry` and, once claimed, keeps its lock (unless let go meanwhile). */
+  const claimHeld = (name: string, entry: Held): Promise<Intent> => {
+    const intent = client.intent(name);
+    intent.then(
+      (claimed) => {
+        if (holds.get(name) === entry && entry.intent === intent) entry.release = claimed.hold();
+      },
+      () => undefined,
+    );
+    return intent;
+  };
+  const hold = (variables: V) => {
+    const name = nameOf(variables);
+    let entry = holds.get(name);
+    if (!entry) {
+      const fresh = { holders: 0, release: () => {} } as Held;
+      fresh.intent = claimHeld(name, fresh);
+      holds.set(name, fresh);
+      entry = fresh;
+    }
+    const held = entry;
+    held.holders++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      if (--held.holders > 0) return;
+      if (holds.get(name) === held) holds.delete(name);
+      held.release();
+    };
+  };
   return {
     ...rest,
     meta: { ...meta, [MARK]: true } as MutationMeta,
     retry: 0,
     claim,
-    mutationFn: async (variables, context) => mutationFn(variables, { ...context, intent: await claim(variables) }),
+    hold,
+    mutationFn: async (variables, context) => {
+      const held = holds.get(nameOf(variables));
+      try {
+        return await mutationFn(variables, { ...context, intent: await claim(variables) });
+      } catch (error) {
+        // Refused before sending: the held intent was forgotten elsewhere. Hold the one stored now; send once more.
+        if (!held || (error as { code?: unknown } | undefined)?.code !== 'INTENT_GONE') throw error;
+        held.release();
+        held.release = () => {};
+        held.intent = claimHeld(nameOf(variables), held);
+        return mutationFn(variables, { ...context, intent: await claim(variables) });
+      }
+    },
   };
 }
 
