@@ -11,8 +11,7 @@ import { type KeyKind, mintKey, validateKey } from './intent/keys.js';
 import { normalizeBase } from './intent/request-spec.js';
 import { storeCall } from './intent/store-call.js';
 import { newRecord } from './intent/transitions.js';
-import type { Profile } from './profiles/profiles.js';
-import { type ProfileName, resolveProfile } from './profiles/registry.js';
+import { ietf, type Profile } from './profiles/profiles.js';
 import { checkMs, MAX_TIMER, type RetryOptions, resolveRetryOptions } from './retry/policy.js';
 import { MemoryStore } from './store/memory-store.js';
 import { isPending, PENDING_STATES, pastRetention } from './store/record-rules.js';
@@ -31,11 +30,11 @@ export interface ClientOptions {
    */
   scope?: string;
   /**
-   * How the server speaks idempotency: `'ietf'` (draft standard), `'stripe'`, or your own
-   * `Profile` object.
-   * @default 'ietf'
+   * How the server speaks idempotency: a `Profile` from `oncely/profiles` (`ietf`, the draft
+   * standard; `stripe`; `ietfBare`; `profileVariant(…)`) or your own object.
+   * @default ietf
    */
-  profile?: ProfileName | Profile;
+  profile?: Profile;
   /**
    * Where keys live. `oncely` picks IndexedDB in browsers and SQLite in Node; the core
    * entry (and edge runtimes) need one passed, e.g. a `PostgresStore`. `new MemoryStore()`
@@ -234,7 +233,15 @@ export function createClient(options: ClientOptions): Client {
   const scope = options.scope ?? 'default';
   if (typeof scope !== 'string' || scope === '' || !wellFormed(scope))
     throw new InvalidArgumentError('scope must be a non-empty string of well-formed Unicode (no lone surrogates).');
-  const profile = resolveProfile(options.profile);
+  const profile = options.profile ?? ietf;
+  if (
+    typeof profile?.header !== 'string' ||
+    typeof profile.encodeKey !== 'function' ||
+    typeof profile.classify !== 'function'
+  )
+    throw new InvalidArgumentError(
+      'profile must be a Profile object (header, encodeKey, classify), e.g. `import { stripe } from "oncely/profiles"`.',
+    );
   const hub = new EventHub();
   const coordinator: IntentCoordinator = options.coordinator ?? coordinatorFor(store);
   const keys = options.keys ?? 'v7';
