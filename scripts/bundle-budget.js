@@ -22,12 +22,12 @@ const KB = 1024;
 
 /**
  * The enforced budgets, in gzipped bytes: a guard against growth, set just above what the
- * bundles weigh today (checkout 32.1 KB / own 22.5 KB; everything 33.9 KB). Issue 18 §4
+ * bundles weigh today (checkout 31.6 KB / own 22.1 KB; everything 33.9 KB). Issue 18 §4
  * asks for TARGET, which they miss: oncely's own code is about 19.5 KB gzipped without
  * its messages, and ky (8.9 KB, one class that does not tree-shake) and p-retry (1.8 KB)
  * are kept by decision. The report prints both; docs/performance.md has the breakdown.
  */
-export const BUDGET = { checkout: { total: 32.5 * KB, own: 23 * KB }, everything: { total: 34.5 * KB } };
+export const BUDGET = { checkout: { total: 32 * KB, own: 22.5 * KB }, everything: { total: 34.5 * KB } };
 /** What issue 18 asks for. Reported, not enforced. */
 export const TARGET = { checkout: { total: 26 * KB, own: 13 * KB }, everything: { total: 30 * KB } };
 
@@ -51,6 +51,11 @@ const CHECKOUT_MUST_NOT_HOLD = [
     markers: ['cannot send this Request'],
   },
   {
+    what: "derived keys' SHA-1 (derivedKeys)",
+    files: ['dist/src/intent/derived-keys.js'],
+    markers: ['5b1e2a2e7f594d419c3a0b6f1c6ad7e1'],
+  },
+  {
     what: 'the stripe profile',
     files: ['dist/src/profiles/stripe.js'],
     markers: ['idempotency_error', 'Stripe-Should-Retry'],
@@ -70,7 +75,7 @@ const CHECKOUT_MUST_NOT_HOLD = [
 ];
 /** What imports each of them: the controls that prove the rules can see them. */
 const CONTROL =
-  "export { run, intentFetch } from 'oncely';\nexport { stripe, ietfBare, profileVariant, profiles } from 'oncely/profiles';\nexport * from 'oncely/mock';\nexport * from 'oncely/otel';\nexport * from 'oncely/check';\nexport { createClient as nodeClient } from 'oncely/node';\nexport * from 'oncely/postgres';\n";
+  "export { run, intentFetch, derivedKeys } from 'oncely';\nexport { stripe, ietfBare, profileVariant, profiles } from 'oncely/profiles';\nexport * from 'oncely/mock';\nexport * from 'oncely/otel';\nexport * from 'oncely/check';\nexport { createClient as nodeClient } from 'oncely/node';\nexport * from 'oncely/postgres';\n";
 
 /** What a bundle of `import { createClient } from 'oncely'` must not contain. */
 const MUST_SHAKE = [

@@ -7,7 +7,7 @@ import type { StandardSchemaV1 } from './http/schema.js';
 import { isFormedElsewhere } from './intent/call.js';
 import type { ClientContext } from './intent/context.js';
 import { type DataOf, Intent, type IntentResponse, type RequestOptions } from './intent/intent.js';
-import { type KeyKind, mintKey, validateKey } from './intent/keys.js';
+import { type KeyDeriver, type KeyKind, mintKey, validateKey } from './intent/keys.js';
 import { normalizeBase } from './intent/request-spec.js';
 import { storeCall } from './intent/store-call.js';
 import { newRecord } from './intent/transitions.js';
@@ -56,7 +56,7 @@ export interface ClientOptions {
    * @default the profile's keyTtl (24 h for ietf and stripe)
    */
   keyTtl?: number;
-  /** How new keys are made. @default 'v7' */
+  /** How new keys are made: `'v7'`, `'v4'`, or `derivedKeys` (imported from `oncely`). @default 'v7' */
   keys?: KeyKind;
   /** Headers sent with every request (e.g. Authorization). A function is called per call. */
   headers?: HeadersInit | (() => HeadersInit);
@@ -245,8 +245,10 @@ export function createClient(options: ClientOptions): Client {
   const hub = new EventHub();
   const coordinator: IntentCoordinator = options.coordinator ?? coordinatorFor(store);
   const keys = options.keys ?? 'v7';
-  if (!['v7', 'v4', 'derived'].includes(keys))
-    throw new InvalidArgumentError(`keys must be 'v7', 'v4' or 'derived', got ${JSON.stringify(keys)}.`);
+  if (keys !== 'v7' && keys !== 'v4' && typeof (keys as Partial<KeyDeriver> | null)?.derive !== 'function')
+    throw new InvalidArgumentError(
+      `keys must be 'v7', 'v4' or derivedKeys (\`import { derivedKeys } from 'oncely'\`), got ${JSON.stringify(keys)}.`,
+    );
   const now = options.now ?? Date.now;
   const headers = options.headers;
   const staticHeaders = headers && typeof headers !== 'function' ? headers : undefined;

@@ -10,11 +10,12 @@ export * from './errors.js';
 export type { ClientStats, EventOf, OncelyEvent, OncelyEventType } from './events.js';
 export type { Network } from './http/network.js';
 export type { InferOutput, StandardSchemaV1 } from './http/schema.js';
+export { derivedKeys } from './intent/derived-keys.js';
 // A foreign transport's classification: reached only by importing them, so a page that only post()s does not carry it.
 export { intentFetch } from './intent/fetch.js';
 export type { DataOf, IntentResponse, RequestOptions, RunContext, RunOptions } from './intent/intent.js';
 export { Intent } from './intent/intent.js';
-export { type KeyKind, MAX_KEY_LENGTH } from './intent/keys.js';
+export { type KeyDeriver, type KeyKind, MAX_KEY_LENGTH } from './intent/keys.js';
 export { run } from './intent/run.js';
 // The framework-free core of UI bindings: `oncely/react` wraps it; Vue, Svelte, Solid use it directly.
 export {

@@ -92,7 +92,7 @@ export class Intent {
         `Intent "${this.name}" has a call in flight; wait for it before reset().`,
         contextOf(this.#h),
       );
-    if (ctx.keys === 'derived' && this.key === mintKey('derived', this.scope, this.name))
+    if (typeof ctx.keys === 'object' && this.key === mintKey(ctx.keys, this.scope, this.name))
       throw new InvalidArgumentError(
         `Intent "${this.name}" has a derived key: the same name always derives the same key, so reset() cannot give it a new one. Form a new operation under a new name (e.g. with an attempt number: \`payout:\${id}:2\`).`,
         contextOf(this.#h),

@@ -40,6 +40,7 @@ describe('bad options and input are InvalidArgumentErrors', () => {
     ['a profile object without classify', { profile: { name: 'x', header: 'K', encodeKey: (k: string) => k } }],
     ['a storeTimeout of 0', { storeTimeout: 0 }],
     ['unknown key kinds', { keys: 'v1' }],
+    ['derived keys named by a string (derivedKeys is a value imported from oncely)', { keys: 'derived' }],
   ])('%s', (_what, options) => {
     expect(() => createClient({ ...base, ...(options as object) })).toThrow(
       expect.objectContaining({ code: 'INVALID_ARGUMENT' }),

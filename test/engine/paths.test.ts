@@ -4,7 +4,15 @@
  * what changed (issue 9).
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { type ClientOptions, createClient, intentFetch, MemoryStore, type OncelyEvent, run } from '../../src/index.js';
+import {
+  type ClientOptions,
+  createClient,
+  derivedKeys,
+  intentFetch,
+  MemoryStore,
+  type OncelyEvent,
+  run,
+} from '../../src/index.js';
 import { ietf, stripe as stripeProfile } from '../../src/profiles/index.js';
 import { type Reply, type WireServer, wireServer } from '../helpers/wire-server.js';
 
@@ -250,7 +258,7 @@ describe('the intent and its record', () => {
   });
 
   it('derived keys cannot be reset: the same name derives the same key; the error says what to do', async () => {
-    const intent = await api({ keys: 'derived' }).intent('payout:42');
+    const intent = await api({ keys: derivedKeys }).intent('payout:42');
     await expect(intent.reset()).rejects.toMatchObject({
       code: 'INVALID_ARGUMENT',
       message: expect.stringMatching(/new name/),
