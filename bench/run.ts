@@ -10,14 +10,14 @@
  *
  * Sections: overhead (HTTP per-request overhead), claims (durable claims vs raw disk),
  * growth (1k to 1M intents stored), browser (IndexedDB and click delay in Chromium),
- * retry (CPU per retried attempt), startup (import time vs ky), bundle (scripts/bundle-budget.js).
+ * retry (CPU per retried attempt), startup (import time vs ky), bundle (bench/bundle.ts: the
+ * checkout's parts from scripts/bundle-budget.js, the React example built with and without oncely).
  */
-import { execFile } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { type BrowserResult, browserRows, measureBrowser } from './browser.ts';
+import { bundleRows, measureBundle } from './bundle.ts';
 import { type ClaimsResult, claimsRows, measureClaims } from './durable-claims.ts';
 import { type GrowthResult, growthRows, measureGrowth } from './growth.ts';
 import { measureOverhead, type OverheadMode, overheadRows } from './http-overhead.ts';
@@ -38,9 +38,6 @@ const only = args
 const unknown = only?.filter((s) => !SECTIONS.includes(s));
 if (unknown?.length) throw new Error(`unknown section(s) ${unknown.join(', ')}; known: ${SECTIONS.join(', ')}`);
 const wanted = (s: Section) => !only || only.includes(s);
-
-const repo = path.resolve(import.meta.dirname, '..');
-const exec = promisify(execFile);
 
 interface Target {
   /** What is checked, e.g. `≤ 1.10×`. */
@@ -189,43 +186,22 @@ try {
   });
 
   await section('bundle', async () => {
-    const script = path.join(repo, 'scripts', 'bundle-budget.js');
-    const { stdout } = await exec(process.execPath, [script, '--json'], { maxBuffer: 1 << 20 }).catch(
-      (error: { stdout?: string }) => ({ stdout: error.stdout ?? '' }),
-    );
-    const bundle = JSON.parse(stdout) as {
-      budget: { total: number; own: number };
-      target: { total: number; own: number };
-      total: { gzip: number };
-      own: { gzip: number };
-      createClientOnly: { gzip: number; origins: string[] };
-      failures: string[];
-    };
+    const bundle = await measureBundle();
     results.bundle = bundle;
-    const kb = (b: number) => `${(b / 1024).toFixed(1)} KB`;
-    rows.push({
-      section: 'bundle',
-      measure: 'oncely/browser + oncely/react, gzip, with dependencies',
-      figure: kb(bundle.total.gzip),
-      detail: `esbuild, minified, ESM, browser; react external; npm test's guard ${kb(bundle.budget.total)}`,
-      target: le(bundle.total.gzip / 1024, bundle.target.total / 1024, ' KB'),
+    const { budget } = bundle;
+    const targets: (Target | undefined)[] = [
+      le(budget.checkout.total.gzip / 1024, budget.target.checkout.total / 1024, ' KB'),
+      le(budget.checkout.own.gzip / 1024, budget.target.checkout.own / 1024, ' KB'),
+      le(budget.everything.total.gzip / 1024, budget.target.everything.total / 1024, ' KB'),
+    ];
+    bundleRows(bundle).forEach(([measure, figure, detail], i) => {
+      rows.push({ section: 'bundle', measure, figure, detail, target: targets[i] });
     });
     rows.push({
       section: 'bundle',
-      measure: "oncely's own code, gzip",
-      figure: kb(bundle.own.gzip),
-      detail: `the same with every dependency external; npm test's guard ${kb(bundle.budget.own)}`,
-      target: le(bundle.own.gzip / 1024, bundle.target.own / 1024, ' KB'),
-    });
-    rows.push({
-      section: 'bundle',
-      measure: "createClient alone from 'oncely' (browser)",
-      figure: kb(bundle.createClientOnly.gzip),
-      detail: `from ${bundle.createClientOnly.origins.join(', ')}`,
-      target: {
-        text: 'no mock, no React',
-        met: !bundle.failures.some((f) => f.startsWith('createClient alone')),
-      },
+      measure: 'the checkout holds no run()/intentFetch(), other profile, mock, OTel, CLI or Node code',
+      figure: budget.failures.some((f) => f.startsWith('the checkout')) ? 'no' : 'yes',
+      detail: 'metafile inputs and marker strings, with a control bundle that imports each',
     });
   });
 } finally {

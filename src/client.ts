@@ -7,12 +7,11 @@ import type { StandardSchemaV1 } from './http/schema.js';
 import { isFormedElsewhere } from './intent/call.js';
 import type { ClientContext } from './intent/context.js';
 import { type DataOf, Intent, type IntentResponse, type RequestOptions } from './intent/intent.js';
-import { type KeyKind, mintKey, validateKey } from './intent/keys.js';
+import { type KeyDeriver, type KeyKind, mintKey, validateKey } from './intent/keys.js';
 import { normalizeBase } from './intent/request-spec.js';
 import { storeCall } from './intent/store-call.js';
 import { newRecord } from './intent/transitions.js';
-import type { Profile } from './profiles/profiles.js';
-import { type ProfileName, resolveProfile } from './profiles/registry.js';
+import { ietf, type Profile } from './profiles/profiles.js';
 import { checkMs, MAX_TIMER, type RetryOptions, resolveRetryOptions } from './retry/policy.js';
 import { MemoryStore } from './store/memory-store.js';
 import { isPending, PENDING_STATES, pastRetention } from './store/record-rules.js';
@@ -31,11 +30,11 @@ export interface ClientOptions {
    */
   scope?: string;
   /**
-   * How the server speaks idempotency: `'ietf'` (draft standard), `'stripe'`, or your own
-   * `Profile` object.
-   * @default 'ietf'
+   * How the server speaks idempotency: a `Profile` from `oncely/profiles` (`ietf`, the draft
+   * standard; `stripe`; `ietfBare`; `profileVariant(…)`) or your own object.
+   * @default ietf
    */
-  profile?: ProfileName | Profile;
+  profile?: Profile;
   /**
    * Where keys live. `oncely` picks IndexedDB in browsers and SQLite in Node; the core
    * entry (and edge runtimes) need one passed, e.g. a `PostgresStore`. `new MemoryStore()`
@@ -57,7 +56,7 @@ export interface ClientOptions {
    * @default the profile's keyTtl (24 h for ietf and stripe)
    */
   keyTtl?: number;
-  /** How new keys are made. @default 'v7' */
+  /** How new keys are made: `'v7'`, `'v4'`, or `derivedKeys` (imported from `oncely`). @default 'v7' */
   keys?: KeyKind;
   /** Headers sent with every request (e.g. Authorization). A function is called per call. */
   headers?: HeadersInit | (() => HeadersInit);
@@ -234,12 +233,22 @@ export function createClient(options: ClientOptions): Client {
   const scope = options.scope ?? 'default';
   if (typeof scope !== 'string' || scope === '' || !wellFormed(scope))
     throw new InvalidArgumentError('scope must be a non-empty string of well-formed Unicode (no lone surrogates).');
-  const profile = resolveProfile(options.profile);
+  const profile = options.profile ?? ietf;
+  if (
+    typeof profile?.header !== 'string' ||
+    typeof profile.encodeKey !== 'function' ||
+    typeof profile.classify !== 'function'
+  )
+    throw new InvalidArgumentError(
+      'profile must be a Profile object (header, encodeKey, classify), e.g. `import { stripe } from "oncely/profiles"`.',
+    );
   const hub = new EventHub();
   const coordinator: IntentCoordinator = options.coordinator ?? coordinatorFor(store);
   const keys = options.keys ?? 'v7';
-  if (!['v7', 'v4', 'derived'].includes(keys))
-    throw new InvalidArgumentError(`keys must be 'v7', 'v4' or 'derived', got ${JSON.stringify(keys)}.`);
+  if (keys !== 'v7' && keys !== 'v4' && typeof (keys as Partial<KeyDeriver> | null)?.derive !== 'function')
+    throw new InvalidArgumentError(
+      `keys must be 'v7', 'v4' or derivedKeys (\`import { derivedKeys } from 'oncely'\`), got ${JSON.stringify(keys)}.`,
+    );
   const now = options.now ?? Date.now;
   const headers = options.headers;
   const staticHeaders = headers && typeof headers !== 'function' ? headers : undefined;

@@ -10,16 +10,19 @@ export * from './errors.js';
 export type { ClientStats, EventOf, OncelyEvent, OncelyEventType } from './events.js';
 export type { Network } from './http/network.js';
 export type { InferOutput, StandardSchemaV1 } from './http/schema.js';
+export { derivedKeys } from './intent/derived-keys.js';
+// A foreign transport's classification: reached only by importing them, so a page that only post()s does not carry it.
+export { intentFetch } from './intent/fetch.js';
 export type { DataOf, IntentResponse, RequestOptions, RunContext, RunOptions } from './intent/intent.js';
 export { Intent } from './intent/intent.js';
-export { type KeyKind, MAX_KEY_LENGTH } from './intent/keys.js';
+export { type KeyDeriver, type KeyKind, MAX_KEY_LENGTH } from './intent/keys.js';
+export { run } from './intent/run.js';
 // The framework-free core of UI bindings: `oncely/react` wraps it; Vue, Svelte, Solid use it directly.
 export {
   IdempotentMutationObserver,
   type IdempotentMutationOptions,
-  type MutationFnOptions,
+  type MutationResult,
   type RequestContext,
-  type RequestMutationOptions,
 } from './observer/mutation-observer.js';
 export {
   initialMutationState,
@@ -28,9 +31,8 @@ export {
   type MutationStatus,
   reduceMutation,
 } from './observer/reduce-mutation.js';
-export { ietf, type Outcome, type Profile, stripe } from './profiles/profiles.js';
-export { type ProfileName, profiles } from './profiles/registry.js';
-export { ietfBare, ietfBareUnmarked, type ProfileChanges, profileVariant } from './profiles/variants.js';
+// Profile values (ietf, stripe, the variants) are in `oncely/profiles`, imported where used.
+export type { Outcome, Profile } from './profiles/profiles.js';
 export type { RetryOptions } from './retry/policy.js';
 export { MemoryStore } from './store/memory-store.js';
 export type {

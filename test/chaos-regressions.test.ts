@@ -12,8 +12,10 @@ import {
   InvalidKeyError,
   MemoryStore,
   OutcomeUnknownError,
+  run,
 } from '../src/index.js';
 import { createContractServer } from '../src/mock/index.js';
+import { stripe } from '../src/profiles/index.js';
 import { runAndCheck, type Schedule } from './chaos/model.js';
 import { drive, useVirtualTime } from './chaos/virtual-time.js';
 
@@ -97,7 +99,7 @@ describe('regressions found by the chaos model and the fuzzers', () => {
       headers: { 'idempotent-replayed': 'true' },
     });
     const error = await drive(
-      intent.run(async () => {
+      run(intent, async () => {
         calls++;
         throw stored;
       }),
@@ -162,7 +164,7 @@ describe('regressions found by the chaos model and the fuzzers', () => {
     const client = createClient({
       baseUrl: 'https://api.test/',
       store: new MemoryStore(),
-      profile: 'stripe',
+      profile: stripe,
       fetch: contract.fetch as typeof fetch,
     });
     const a = await drive(client.intent('a', { key: 'abc' }));
@@ -200,12 +202,10 @@ describe('a definitive failure after an attempt whose outcome was unknown', () =
     const client = createClient({ baseUrl: 'https://api.test/', store: new MemoryStore(), retry: { maxAttempts: 3 } });
     const intent = await drive(client.intent('payout'));
     await drive(
-      intent
-        .run(async ({ attempt }) => {
-          if (attempt === 1) throw Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
-          throw new Error('cannot read properties of undefined');
-        })
-        .catch(() => undefined),
+      run(intent, async ({ attempt }) => {
+        if (attempt === 1) throw Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
+        throw new Error('cannot read properties of undefined');
+      }).catch(() => undefined),
     );
     expect(intent.state).not.toBe('failed');
   });

@@ -114,7 +114,7 @@ test('a racy server: table report with the duplicate effect, exit 1; --header go
 
 /** The printed code, compiled and run with the profiles in scope. */
 function evaluate(code: string): Profile {
-  const js = transformSync(code.replace(/^import .*$/m, ''), { loader: 'ts', format: 'cjs' }).code;
+  const js = transformSync(code.replace(/^import .*$/gm, ''), { loader: 'ts', format: 'cjs' }).code;
   const module = { exports: {} as { serverProfile: Profile } };
   new Function('module', 'exports', 'ietf', 'ietfBare', js)(module, module.exports, ietf, ietfBare);
   return module.exports.serverProfile;

@@ -11,7 +11,9 @@ import {
   type OncelyEvent,
   OutcomeUnknownError,
   ResponseValidationError,
+  run,
 } from '../src/index.js';
+import { stripe } from '../src/profiles/index.js';
 import { BASE, setupContract } from './helpers/contract.js';
 
 const { contract, msw, client } = setupContract();
@@ -228,7 +230,7 @@ describe('run(): any transport under the intent key', () => {
   it('a transport that retries internally sends the key on each of its attempts', async () => {
     contract.inject({ fault: 'drop-after-commit' });
     const intent = await client().intent('payout:1');
-    const result = await intent.run(async ({ key }) => {
+    const result = await run(intent, async ({ key }) => {
       // A library with its own hidden retry (like stripe-node's connection retry).
       const send = () =>
         fetch(`${BASE}payouts`, {
@@ -248,7 +250,7 @@ describe('run(): any transport under the intent key', () => {
   it('oncely retries the transport with the same key; a 409 error waits; a 4xx stops', async () => {
     const intent = await client().intent('payout:2');
     const keys: string[] = [];
-    const value = await intent.run(async ({ key, attempt }) => {
+    const value = await run(intent, async ({ key, attempt }) => {
       keys.push(key);
       if (attempt === 1) throw Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
       if (attempt === 2) throw Object.assign(new Error('in use'), { statusCode: 409, headers: { 'retry-after': '0' } });
@@ -259,12 +261,10 @@ describe('run(): any transport under the intent key', () => {
 
     const failing = await client().intent('payout:3');
     let calls = 0;
-    const error = await failing
-      .run(async () => {
-        calls++;
-        throw Object.assign(new Error('declined'), { statusCode: 402 });
-      })
-      .catch((e: unknown) => e);
+    const error = await run(failing, async () => {
+      calls++;
+      throw Object.assign(new Error('declined'), { statusCode: 402 });
+    }).catch((e: unknown) => e);
     expect(error).toMatchObject({ code: 'HTTP_ERROR', status: 402, cause: { message: 'declined' } });
     expect(calls).toBe(1);
     expect(failing.state).toBe('failed');
@@ -272,11 +272,9 @@ describe('run(): any transport under the intent key', () => {
 
   it('budget exhausted in run(): OutcomeUnknownError, intent unknown', async () => {
     const intent = await client({ retry: { maxAttempts: 2 } }).intent('payout:4');
-    const error = await intent
-      .run(async () => {
-        throw Object.assign(new Error('timeout'), { name: 'TimeoutError' });
-      })
-      .catch((e: unknown) => e);
+    const error = await run(intent, async () => {
+      throw Object.assign(new Error('timeout'), { name: 'TimeoutError' });
+    }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(OutcomeUnknownError);
     expect(intent.state).toBe('unknown');
   });
@@ -299,7 +297,7 @@ describe('profiles', () => {
         );
       }),
     );
-    const intent = await client({ profile: 'stripe' }).intent('charge:1');
+    const intent = await client({ profile: stripe }).intent('charge:1');
     const error = await intent.post('charges', { json: body }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(KeyReusedError);
     expect(seen).toEqual([intent.key]);

@@ -15,6 +15,7 @@ import {
   MemoryStore,
   OncelyError,
   OutcomeUnknownError,
+  run,
 } from '../src/index.js';
 import { createContractServer } from '../src/mock/index.js';
 
@@ -86,13 +87,11 @@ describe('keys and credentials stay out of error logs', () => {
   it("a cause's request headers (a ky error's `request`) print masked, the cause itself untouched", async () => {
     const { client } = setup();
     const intent = await client.intent('pay');
-    const error = (await intent
-      .run(({ headers }) => {
-        // What ky's errors carry: the Request they sent, the key and Authorization in its headers.
-        const request = new Request('https://api.test/payments', { headers: { ...headers, authorization: TOKEN } });
-        throw Object.assign(new TypeError('fetch failed'), { request });
-      })
-      .catch((e: unknown) => e)) as OutcomeUnknownError;
+    const error = (await run(intent, ({ headers }) => {
+      // What ky's errors carry: the Request they sent, the key and Authorization in its headers.
+      const request = new Request('https://api.test/payments', { headers: { ...headers, authorization: TOKEN } });
+      throw Object.assign(new TypeError('fetch failed'), { request });
+    }).catch((e: unknown) => e)) as OutcomeUnknownError;
     expect(error.code).toBe('OUTCOME_UNKNOWN');
     const request = (error.cause as { request?: Request }).request;
     expect(request?.headers.get('authorization')).toBe(TOKEN);
@@ -103,12 +102,10 @@ describe('keys and credentials stay out of error logs', () => {
   it('run(): a transport error echoing the key in its own fields prints masked', async () => {
     const { client } = setup();
     const intent = await client.intent('pay');
-    const error = (await intent
-      .run(({ headers }) => {
-        // What stripe-node's errors look like: the response's headers as a plain object.
-        throw Object.assign(new Error('card declined'), { headers: { ...headers, authorization: TOKEN } });
-      })
-      .catch((e: unknown) => e)) as OncelyError;
+    const error = (await run(intent, ({ headers }) => {
+      // What stripe-node's errors look like: the response's headers as a plain object.
+      throw Object.assign(new Error('card declined'), { headers: { ...headers, authorization: TOKEN } });
+    }).catch((e: unknown) => e)) as OncelyError;
     expect(isOncelyError(error)).toBe(true);
     const dump = inspect(error, { depth: 20 });
     expect(dump).toContain('card declined');

@@ -15,6 +15,7 @@ import {
   OutcomeUnknownError,
   ResponseValidationError,
 } from '../src/index.js';
+import { profiles } from '../src/profiles/index.js';
 import { expectTypedOutcome, headerSafe, observedClient, scriptedFetch, settled } from './chaos/harness.js';
 import { chaosParameters, chaosTimeout } from './chaos/runs.js';
 import { drive, useVirtualTime } from './chaos/virtual-time.js';
@@ -70,7 +71,11 @@ describe('error bodies of every shape', () => {
                 headers: { ...(body.type ? { 'content-type': body.type } : {}), 'retry-after': '0' },
               }),
           );
-          const { client } = observedClient({ fetch: server.fetch, profile, retry: { maxAttempts: 3 } });
+          const { client } = observedClient({
+            fetch: server.fetch,
+            profile: profiles[profile],
+            retry: { maxAttempts: 3 },
+          });
           const intent = await drive(client.intent(`pay:${body.label}`));
           const outcome = await drive(settled(intent.post('payments', { json: { amount: 1 } })));
           expect(outcome.ok, body.label).toBe(false);
@@ -102,7 +107,7 @@ describe('error bodies of every shape', () => {
       const server = scriptedFetch(
         () => new Response(text, { status: 400, headers: { 'content-type': 'application/json' } }),
       );
-      const { client } = observedClient({ fetch: server.fetch, profile: 'stripe' });
+      const { client } = observedClient({ fetch: server.fetch, profile: profiles.stripe });
       const intent = await drive(client.intent('charge'));
       const outcome = await drive(settled(intent.post('charges', { json: {} })));
       expect((outcome as { error: unknown }).error, text).toBeInstanceOf(reused ? KeyReusedError : HttpError);
@@ -230,7 +235,7 @@ describe('any status, any headers, any body', () => {
           });
           const { client } = observedClient({
             fetch: server.fetch,
-            profile,
+            profile: profiles[profile],
             retry: { maxAttempts: 4, deadline: 60_000, maxRetryAfter: 1_000, baseDelay: 10, maxDelay: 100 },
           });
           const intent = await drive(client.intent('pay'));

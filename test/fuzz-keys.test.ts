@@ -23,6 +23,7 @@ import {
   type Store,
 } from '../src/index.js';
 import { createContractServer } from '../src/mock/index.js';
+import { profiles } from '../src/profiles/index.js';
 import { serializeSfString } from '../src/profiles/sf-string.js';
 import { settled } from './chaos/harness.js';
 import { chaosParameters, chaosTimeout } from './chaos/runs.js';
@@ -64,7 +65,7 @@ function wireClient(profile: 'ietf' | 'stripe') {
   const client = createClient({
     baseUrl: 'https://api.test/',
     store,
-    profile,
+    profile: profiles[profile],
     fetch: contract.fetch as typeof fetch,
     now: () => Date.now(),
     retry: { maxAttempts: 1 },

@@ -8,6 +8,7 @@ import {
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Client } from '../src/index.js';
+import { run } from '../src/index.js';
 import { instrument, keyHash } from '../src/otel/index.js';
 import { setupContract } from './helpers/contract.js';
 
@@ -132,9 +133,9 @@ describe('instrument(client): spans', () => {
   it('run(): spans and attempts for any transport; a failure ends the span with its code', async () => {
     const { client, spans, counted } = instrumented();
     const intent = await client.intent('refund:r_1');
-    await intent.run(async () => 'ok');
+    await run(intent, async () => 'ok');
     await expect(
-      (await client.intent('refund:r_2')).run(async () => {
+      run(await client.intent('refund:r_2'), async () => {
         throw Object.assign(new Error('declined'), { status: 402 });
       }),
     ).rejects.toBeDefined();

@@ -3,7 +3,7 @@ import { act, render, renderHook, waitFor } from '@testing-library/react';
 import { Activity, StrictMode } from 'react';
 import { describe, expect, expectTypeOf, it, vi } from 'vitest';
 import * as z from 'zod/mini';
-import { type Client, KeyReusedError, MemoryStore, OutcomeUnknownError } from '../src/index.js';
+import { type Client, KeyReusedError, MemoryStore, OutcomeUnknownError, run } from '../src/index.js';
 import { IdempotentMutationObserver } from '../src/observer/mutation-observer.js';
 import { type UseIdempotentMutationResult, useIdempotentMutation } from '../src/react/index.js';
 import { cart, gatedFetch, makeClient, NAME, pay, setupHookContract } from './helpers/react.js';
@@ -251,13 +251,15 @@ describe('useIdempotentMutation', () => {
     expect(contract.effects(key)).toBe(1);
   });
 
-  it('mutationFn runs any transport under the intent key', async () => {
+  it('request through run() sends any transport under the intent key', async () => {
     const client = makeClient(new MemoryStore());
     const { result } = renderHook(() =>
       useIdempotentMutation({
         client,
         intent: NAME,
-        mutationFn: async (amount: number | undefined, { key, attempt }) => ({ key, attempt, amount }),
+        request: async (amount: number | undefined, { intent, signal }) => ({
+          data: await run(intent, async ({ key, attempt }) => ({ key, attempt, amount }), { signal }),
+        }),
       }),
     );
     await waitFor(() => expect(result.current.key).toBeDefined());

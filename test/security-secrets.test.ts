@@ -13,7 +13,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import * as z from 'zod';
 import { IdbStore } from '../browser/idb-store.js';
 import { SqliteStore } from '../node/sqlite-store.js';
-import { type Client, createClient, MemoryStore, type Store } from '../src/index.js';
+import { type Client, createClient, MemoryStore, run, type Store } from '../src/index.js';
+import { derivedKeys } from '../src/intent/derived-keys.js';
 import { mintKey } from '../src/intent/keys.js';
 import { type ContractServer, createContractServer } from '../src/mock/index.js';
 import { settled } from './chaos/harness.js';
@@ -61,9 +62,9 @@ async function gauntlet(client: Client, contract: ContractServer): Promise<strin
   await post('schema', { schema: z.object({ nope: z.number() }) });
   const reused = await drive(client.intent('reused', { key: keys[0]! }));
   await drive(settled(reused.post('payments', { json: { card: `${SECRET_BODY}-other` } })));
-  const run = await drive(client.intent('run'));
-  keys.push(run.key);
-  await drive(run.run(async () => ({ secret: SECRET_RESPONSE }), { request: { secret: SECRET_RUN } }));
+  const viaRun = await drive(client.intent('run'));
+  keys.push(viaRun.key);
+  await drive(run(viaRun, async () => ({ secret: SECRET_RESPONSE }), { request: { secret: SECRET_RUN } }));
   return keys;
 }
 
@@ -242,10 +243,10 @@ describe('keys come from a cryptographic RNG', () => {
     expect(random).not.toHaveBeenCalled();
   });
 
-  it("'derived' keys are deterministic by design: never shared across scopes or names", () => {
-    expect(mintKey('derived', 'acct_1', 'job:1')).toBe(mintKey('derived', 'acct_1', 'job:1'));
-    expect(mintKey('derived', 'acct_1', 'job:1')).not.toBe(mintKey('derived', 'acct_2', 'job:1'));
-    expect(mintKey('derived', 'acct_1', 'job:1')).not.toBe(mintKey('derived', 'acct_1', 'job:2'));
-    expect(mintKey('derived', 'a","b', 'c')).not.toBe(mintKey('derived', 'a', 'b","c'));
+  it('derived keys are deterministic by design: never shared across scopes or names', () => {
+    expect(mintKey(derivedKeys, 'acct_1', 'job:1')).toBe(mintKey(derivedKeys, 'acct_1', 'job:1'));
+    expect(mintKey(derivedKeys, 'acct_1', 'job:1')).not.toBe(mintKey(derivedKeys, 'acct_2', 'job:1'));
+    expect(mintKey(derivedKeys, 'acct_1', 'job:1')).not.toBe(mintKey(derivedKeys, 'acct_1', 'job:2'));
+    expect(mintKey(derivedKeys, 'a","b', 'c')).not.toBe(mintKey(derivedKeys, 'a', 'b","c'));
   });
 });

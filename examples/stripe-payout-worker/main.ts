@@ -11,7 +11,8 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createClient, type Intent, IntentMismatchError, KeyReusedError, type OncelyEvent } from 'oncely';
+import { createClient, type Intent, IntentMismatchError, KeyReusedError, type OncelyEvent, run } from 'oncely';
+import { stripe as stripeProfile } from 'oncely/profiles';
 import Stripe from 'stripe';
 import { startStripeLikeServer } from './stripe-like-server.ts';
 
@@ -57,7 +58,7 @@ const describe = (event: OncelyEvent): string | undefined => {
 const api = createClient({
   baseUrl: `http://${server.host}:${server.port}/v1/`, // not used by run(); required by the client
   scope: 'acct_platform',
-  profile: 'stripe', // bare key, 400 idempotency_error = key reused, 409 = in progress
+  profile: stripeProfile, // bare key, 400 idempotency_error = key reused, 409 = in progress
   retry: { maxAttempts: 5, baseDelay: 100, deadline: 20_000 },
   onEvent: (event) => {
     const line = describe(event);
@@ -84,7 +85,7 @@ const paramsOf = (job: PayoutJob): Stripe.PayoutCreateParams => ({
 async function payOut(job: PayoutJob): Promise<Stripe.Payout> {
   const intent: Intent = await api.intent(`payout:${job.id}`, job.key ? { key: job.key } : {});
   const params = paramsOf(job);
-  return intent.run(({ key }) => stripe.payouts.create(params, { idempotencyKey: key }), { request: params });
+  return run(intent, ({ key }) => stripe.payouts.create(params, { idempotencyKey: key }), { request: params });
 }
 
 const payoutsFor = (jobId: string) => server.payouts.filter((p) => p.description === jobId).length;

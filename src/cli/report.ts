@@ -46,7 +46,8 @@ export function profileCode(base: string, changes: ProfileChanges, url: string, 
   const imports = new Set([id === 'base' ? undefined : id, changes.keyEncoding === 'sf-string' ? 'ietf' : undefined]);
   const names = [...imports].filter((name): name is string => name !== undefined).join(', ');
   const head = [
-    `import { ${names ? `${names}, ` : ''}type Profile } from 'oncely';`,
+    "import type { Profile } from 'oncely';",
+    ...(names ? [`import { ${names} } from 'oncely/profiles';`] : []),
     ...(from ? [from] : []),
     '',
     `// Measured by \`oncely check\` on ${url}.`,

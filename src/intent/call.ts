@@ -31,8 +31,6 @@ export const isFormedElsewhere = (error: unknown): boolean => error instanceof F
 /** What a call of `request()`, `run()` or `fetch()` brings to the engine. */
 export interface CallPlan<V, T> {
   fingerprint: string;
-  /** The fingerprint 0.1.0 would have stored for this request, when the stored one is that old. */
-  legacyFingerprint?: string;
   signal: AbortSignal | undefined;
   /** For `attempt` events. */
   method: string;
@@ -233,8 +231,7 @@ const warm = (h: IntentHandle, section: LockSection | undefined) =>
   h.record.state === 'ready' &&
   h.record.key === h.key;
 
-const changed = (stored: string, plan: CallPlan<unknown, unknown>) =>
-  changedParts(stored, plan.fingerprint, plan.legacyFingerprint);
+const changed = (stored: string, plan: CallPlan<unknown, unknown>) => changedParts(stored, plan.fingerprint);
 
 /** This request is not the one the intent was sent with: the client-side 422. */
 function mismatch(h: IntentHandle, stored: string, plan: CallPlan<unknown, unknown>): never {

@@ -33,29 +33,13 @@ export function fingerprint(parts: RequestParts): string {
 
 /**
  * Compares a stored fingerprint with this request's. `[]` when they match; else the parts
- * that changed (all three when a 0.1.0 fingerprint cannot tell).
+ * that changed (all three when the stored one cannot tell).
  */
-export function changedParts(stored: string, current: string, legacy?: string): RequestPart[] {
-  if (stored === current || (legacy !== undefined && stored === legacy)) return [];
+export function changedParts(stored: string, current: string): RequestPart[] {
+  if (stored === current) return [];
   const a = stored.split('.');
   const b = current.split('.');
   if (a[0] !== 'v2' || a.length !== 5) return ['method', 'path', 'body'];
   const changed = (['method', 'path', 'body'] as const).filter((_, i) => a[i + 2] !== b[i + 2]);
   return changed.length ? changed : ['method', 'path', 'body'];
-}
-
-/** JSON with sorted keys as 0.1.0 wrote it (its fingerprints are still honoured). */
-function legacyCanonical(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) => {
-    if (v === null || typeof v !== 'object' || Array.isArray(v)) return v;
-    const sorted: Record<string, unknown> = {};
-    for (const k of Object.keys(v).sort()) sorted[k] = (v as Record<string, unknown>)[k];
-    return sorted;
-  });
-}
-
-/** The fingerprint 0.1.0 stored for the same request: over the absolute URL, or `'RUN'` + name. */
-export function legacyFingerprint(method: string, url: string, json: unknown, body: string | undefined): string {
-  const text = json !== undefined ? legacyCanonical(json) : body;
-  return sha256(JSON.stringify([method, url, text ?? null]));
 }

@@ -14,11 +14,14 @@ import type { ClientContext } from './context.js';
 import { emit } from './ending.js';
 import { changedParts } from './fingerprint.js';
 import { mintKey } from './keys.js';
-import type { DataOf, IntentResponse, RequestOptions, RunContext, RunOptions } from './options.js';
-import { fetchPlan, requestPlan, runPlan } from './plans.js';
+import type { DataOf, IntentResponse, RequestOptions } from './options.js';
+import { requestPlan } from './plans.js';
 import { storeCall, watch } from './store-call.js';
 
 export type { DataOf, IntentResponse, RequestOptions, RunContext, RunOptions } from './options.js';
+
+/** The handle of each live Intent, for the calls made outside the class (`run()`, `intentFetch()`). */
+const handles = new WeakMap<Intent, IntentHandle>();
 
 /**
  * One user intent (a checkout, a payout) and its idempotency key. Get it from
@@ -30,6 +33,7 @@ export class Intent {
   /** @internal `unstored`: `record` is not stored yet; the first send's write stores it (`client.send`). */
   constructor(ctx: ClientContext, record: IntentRecord, inTransaction = false, unstored = false) {
     this.#h = { ctx, scope: record.scope, name: record.name, key: record.key, record, inTransaction, unstored };
+    handles.set(this, this.#h);
   }
 
   get name(): string {
@@ -69,30 +73,7 @@ export class Intent {
     path: string,
     options: RequestOptions<S> = {},
   ): Promise<IntentResponse<DataOf<S>>> {
-    const started = this.#h.ctx.monotonic(); // serialising and hashing the body count in the deadline
-    return this.#call(await requestPlan(this.#h, method, path, options), started);
-  }
-
-  /**
-   * Runs any transport (stripe-node, GraphQL, your fetch) under this intent: oncely owns
-   * the key and the retries; your function gets `{ key, headers, attempt, signal }` and
-   * must send the key on every request it makes. Turn its own retries off (stripe-node:
-   * `maxNetworkRetries: 0`), or each of oncely's attempts multiplies them.
-   */
-  async run<T>(fn: (context: RunContext) => Promise<T>, options: RunOptions = {}): Promise<T> {
-    const started = this.#h.ctx.monotonic();
-    return this.#call(await runPlan(this.#h, fn, options), started);
-  }
-
-  /**
-   * A `fetch` bound to this intent: the key header on every attempt, the client's budget,
-   * retries and classification, and the intent's state kept. Resolves with the final
-   * `Response` (a definitive error answer too, as `fetch` does, with the intent `failed`);
-   * rejects with an oncely error when the outcome is unknown or the key was reused.
-   */
-  async fetch(input: string | URL | Request, init: RequestInit = {}): Promise<Response> {
-    const started = this.#h.ctx.monotonic();
-    return this.#call(await fetchPlan(this.#h, input, init), started);
+    return callWith(this, (h) => requestPlan(h, method, path, options));
   }
 
   /**
@@ -106,12 +87,12 @@ export class Intent {
    */
   async reset(options: { force?: boolean } = {}): Promise<void> {
     const { ctx } = this.#h;
-    if (ctx.inflight.has(this.#id()))
+    if (ctx.inflight.has(intentId(this.scope, this.name)))
       throw new InvalidArgumentError(
         `Intent "${this.name}" has a call in flight; wait for it before reset().`,
         contextOf(this.#h),
       );
-    if (ctx.keys === 'derived' && this.key === mintKey('derived', this.scope, this.name))
+    if (typeof ctx.keys === 'object' && this.key === mintKey(ctx.keys, this.scope, this.name))
       throw new InvalidArgumentError(
         `Intent "${this.name}" has a derived key: the same name always derives the same key, so reset() cannot give it a new one. Form a new operation under a new name (e.g. with an attempt number: \`payout:\${id}:2\`).`,
         contextOf(this.#h),
@@ -189,59 +170,66 @@ export class Intent {
     }
     return this.record;
   }
+}
 
-  #id(): string {
-    return intentId(this.scope, this.name);
+/** @internal Sends one call of `intent` as `planOf` plans it (`request()`, `run()`, `intentFetch()`). */
+export async function callWith<T>(
+  intent: Intent,
+  planOf: (h: IntentHandle) => CallPlan<unknown, T> | Promise<CallPlan<unknown, T>>,
+): Promise<T> {
+  const h = handles.get(intent);
+  if (!h) throw new InvalidArgumentError('Pass an Intent from client.intent(name).');
+  const started = h.ctx.monotonic(); // serialising and hashing the body count in the deadline
+  return call(h, await planOf(h), started);
+}
+
+/**
+ * Joins an identical call already in flight in this client, or runs the call under the
+ * coordinator's lock for this intent. The wait for the lock counts in the call's deadline.
+ */
+function call<V, T>(h: IntentHandle, plan: CallPlan<V, T>, started: number): Promise<T> {
+  const { ctx } = h;
+  const signal = plan.signal;
+  const cancelled = () => new CancelledError({ ...contextOf(h), sent: false, cause: signal?.reason });
+  if (signal?.aborted) return Promise.reject(cancelled());
+  const id = intentId(h.scope, h.name);
+  const running = ctx.inflight.get(id);
+  if (running) {
+    if (running.fingerprint === plan.fingerprint) return running.promise as Promise<T>;
+    emit(h, { type: 'mismatch', source: 'local' });
+    const changed = changedParts(running.fingerprint, plan.fingerprint);
+    return Promise.reject(new IntentMismatchError({ ...contextOf(h), changed }));
   }
-
-  /**
-   * Joins an identical call already in flight in this client, or runs the call under the
-   * coordinator's lock for this intent. The wait for the lock counts in the call's deadline.
-   */
-  #call<V, T>(plan: CallPlan<V, T>, started: number): Promise<T> {
-    const { ctx } = this.#h;
-    const signal = plan.signal;
-    const cancelled = () => new CancelledError({ ...contextOf(this.#h), sent: false, cause: signal?.reason });
-    if (signal?.aborted) return Promise.reject(cancelled());
-    const id = this.#id();
-    const running = ctx.inflight.get(id);
-    if (running) {
-      if (running.fingerprint === plan.fingerprint) return running.promise as Promise<T>;
-      emit(this.#h, { type: 'mismatch', source: 'local' });
-      const changed = changedParts(running.fingerprint, plan.fingerprint);
-      return Promise.reject(new IntentMismatchError({ ...contextOf(this.#h), changed }));
-    }
-    // The wait for the lock ends with the user's signal or the call's deadline, whichever first.
-    const waiting = new AbortController();
-    const onAbort = () => waiting.abort(signal?.reason);
-    signal?.addEventListener('abort', onAbort, { once: true });
-    const left = ctx.retry.deadline - (ctx.monotonic() - started);
-    const unwatch = watch(left, () => waiting.abort(new DOMException('The call reached its deadline', 'TimeoutError')));
-    const granted = () => {
-      unwatch();
-      signal?.removeEventListener('abort', onAbort);
-    };
-    const promise = ctx.coordinator
-      .exclusive(
-        this.scope,
-        this.name,
-        (section) => {
-          granted();
-          return sendCall(this.#h, plan, section, started);
-        },
-        waiting.signal,
-      )
-      .catch((error: unknown) => {
-        if (error instanceof OncelyError) throw error;
-        if (signal?.aborted) throw cancelled();
-        if (waiting.signal.aborted) throw lockHeld(this.#h);
-        throw error;
-      })
-      .finally(() => {
+  // The wait for the lock ends with the user's signal or the call's deadline, whichever first.
+  const waiting = new AbortController();
+  const onAbort = () => waiting.abort(signal?.reason);
+  signal?.addEventListener('abort', onAbort, { once: true });
+  const left = ctx.retry.deadline - (ctx.monotonic() - started);
+  const unwatch = watch(left, () => waiting.abort(new DOMException('The call reached its deadline', 'TimeoutError')));
+  const granted = () => {
+    unwatch();
+    signal?.removeEventListener('abort', onAbort);
+  };
+  const promise = ctx.coordinator
+    .exclusive(
+      h.scope,
+      h.name,
+      (section) => {
         granted();
-        ctx.inflight.delete(id);
-      });
-    ctx.inflight.set(id, { fingerprint: plan.fingerprint, promise });
-    return promise;
-  }
+        return sendCall(h, plan, section, started);
+      },
+      waiting.signal,
+    )
+    .catch((error: unknown) => {
+      if (error instanceof OncelyError) throw error;
+      if (signal?.aborted) throw cancelled();
+      if (waiting.signal.aborted) throw lockHeld(h);
+      throw error;
+    })
+    .finally(() => {
+      granted();
+      ctx.inflight.delete(id);
+    });
+  ctx.inflight.set(id, { fingerprint: plan.fingerprint, promise });
+  return promise;
 }

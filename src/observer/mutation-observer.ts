@@ -7,7 +7,7 @@
  */
 import type { Client } from '../client.js';
 import { IntentGoneError, OncelyError, OutcomeUnknownError } from '../errors.js';
-import type { Intent, IntentResponse, RunContext } from '../intent/intent.js';
+import type { Intent } from '../intent/intent.js';
 import type { IntentRecord } from '../store/store.js';
 import {
   initialMutationState,
@@ -57,27 +57,24 @@ export interface RequestContext {
   signal: AbortSignal;
 }
 
+/** What `request` resolves with: an `IntentResponse`, or `{ data }` from `run()` or another transport. */
+export interface MutationResult<T> {
+  data: T;
+  /** The server answered from its stored result. */
+  replayed?: boolean;
+  /** Attempts of this call. @default those the observer saw */
+  attempts?: number;
+}
+
 /** Sends the request through an `Intent` (its key on every attempt). */
-export interface RequestMutationOptions<T, V> extends BaseOptions<T, V> {
+export interface IdempotentMutationOptions<T, V = void> extends BaseOptions<T, V> {
   /**
    * `(variables, context)`, in TanStack's order. `variables` is `undefined` on auto-resume.
+   * Another transport goes through `run()`: `async (vars, { intent, signal }) => ({ data: await run(intent, ({ key }) => …, { signal }) })`.
    * @example request: (_vars, { intent, signal }) => intent.post('payments', { json: cart, schema: Payment, signal })
    */
-  request: (variables: V | undefined, context: RequestContext) => Promise<IntentResponse<T>>;
-  mutationFn?: never;
+  request: (variables: V | undefined, context: RequestContext) => Promise<MutationResult<T>>;
 }
-
-/** Runs any transport through `intent.run`: send `context.key` as the idempotency key yourself. */
-export interface MutationFnOptions<T, V> extends BaseOptions<T, V> {
-  /**
-   * `(variables, context)`, in TanStack's order; `context` is `intent.run`'s (`key`, `attempt`, `signal`).
-   * @example mutationFn: (params, { key }) => stripe.paymentIntents.create(params, { idempotencyKey: key })
-   */
-  mutationFn: (variables: V | undefined, context: RunContext) => Promise<T>;
-  request?: never;
-}
-
-export type IdempotentMutationOptions<T, V = void> = RequestMutationOptions<T, V> | MutationFnOptions<T, V>;
 
 const noop = () => {};
 
@@ -324,7 +321,7 @@ export class IdempotentMutationObserver<T = unknown, V = void> {
     let intent: Intent | undefined;
     let data: T;
     try {
-      const { request, mutationFn } = this.#options;
+      const { request } = this.#options;
       const { signal } = controller;
       let replayed: boolean | undefined;
       let attempts = 0;
@@ -332,11 +329,7 @@ export class IdempotentMutationObserver<T = unknown, V = void> {
         intent = await this.#intent();
         if (!again) this.#hold(intent);
         try {
-          if (request) ({ data, replayed, attempts } = await request(variables, { intent, signal }));
-          else {
-            data = await intent.run((ctx) => mutationFn(variables, ctx), { signal });
-            attempts = this.#state.attempts;
-          }
+          ({ data, replayed, attempts = this.#state.attempts } = await request(variables, { intent, signal }));
           break;
         } catch (error) {
           // Refused before sending: another key holds the intent now (a sent one put back over

@@ -43,7 +43,7 @@ export interface MutationState<T> {
   error: unknown;
   /** The idempotency key, as soon as the intent is claimed (a few ms after mount). */
   key: string | undefined;
-  /** The server answered from its stored result. `undefined` until known (and for `mutationFn`). */
+  /** The server answered from its stored result. `undefined` until known (and when `request` does not say). */
   replayed: boolean | undefined;
   /** Attempts of the current or last call; for an outcome read from the store, its stored count. */
   attempts: number;

@@ -38,7 +38,7 @@ export interface Profile {
   keyedMethods: readonly string[];
 }
 
-const DAY = 24 * 60 * 60 * 1000;
+export const DAY = 24 * 60 * 60 * 1000;
 const TRANSIENT = new Set([408, 429, 500, 502, 503, 504]);
 
 /** Classification shared by the built-in profiles for everything but the mismatch signal. */
@@ -78,34 +78,4 @@ export const ietf: Profile = {
   classify: ({ status }) => classifyStatus(status),
   keyTtl: DAY,
   keyedMethods: ['POST', 'PATCH'],
-};
-
-const stripeErrorType = (body: unknown): unknown => {
-  if (body === null || typeof body !== 'object') return undefined;
-  const error = (body as { error?: unknown }).error;
-  const holder = error !== null && typeof error === 'object' ? error : body;
-  return (holder as { type?: unknown }).type;
-};
-
-/**
- * Stripe: bare key (≤ 255 chars); a key reused with other parameters is a 400 with
- * `error.type: "idempotency_error"`; 409 while the first request runs; honours
- * `Stripe-Should-Retry`; keys kept at least 24 h.
- */
-export const stripe: Profile = {
-  name: 'stripe',
-  header: 'Idempotency-Key',
-  encodeKey: (key) => key,
-  replayHeaders: ['Idempotent-Replayed'],
-  classify: ({ status, headers, body }) => {
-    if (status === 400 && stripeErrorType(body) === 'idempotency_error') return 'mismatch';
-    const outcome = classifyStatus(status);
-    if (outcome === 'mismatch') return 'failed'; // Stripe's 422 is not about keys
-    const shouldRetry = headers.get('Stripe-Should-Retry');
-    if (outcome !== 'success' && shouldRetry === 'true') return 'retryable';
-    if (outcome === 'retryable' && shouldRetry === 'false') return 'failed';
-    return outcome;
-  },
-  keyTtl: DAY,
-  keyedMethods: ['POST'],
 };

@@ -6,9 +6,8 @@
 export {
   IdempotentMutationObserver,
   type IdempotentMutationOptions,
-  type MutationFnOptions,
+  type MutationResult,
   type RequestContext,
-  type RequestMutationOptions,
 } from '../observer/mutation-observer.js';
 export {
   initialMutationState,

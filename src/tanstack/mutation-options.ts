@@ -37,7 +37,7 @@ export interface IdempotentMutationConfig<T, V, C = unknown>
    */
   intent: (variables: V) => string;
   /**
-   * Sends through `context.intent` (`intent.post(…)`, or `intent.run(…)` for another
+   * Sends through `context.intent` (`intent.post(…)`, or `run(intent, …)` for another
    * transport). Called again with the same variables when a mutation is resumed.
    * @example (vars, { intent }) => intent.post('payments', { json: vars.body, schema: Payment })
    */

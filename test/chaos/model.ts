@@ -18,12 +18,13 @@ import {
   MemoryStore,
   OncelyError,
   type OncelyEvent,
-  profiles,
   type RetryOptions,
+  run,
 } from '../../src/index.js';
 import { canonicalJson } from '../../src/intent/canonical-json.js';
 import { fingerprint } from '../../src/intent/fingerprint.js';
 import { type ContractServer, createContractServer, type FaultSpec } from '../../src/mock/index.js';
+import { profiles } from '../../src/profiles/index.js';
 import { ModelOrigin, ModelTab } from './model-tabs.js';
 import { drain, drive } from './virtual-time.js';
 
@@ -459,7 +460,7 @@ export async function runSchedule(schedule: Schedule, options: RunOptions = {}):
     const client = createClient({
       baseUrl: BASE,
       scope: SCOPE,
-      profile: schedule.profile,
+      profile: profiles[schedule.profile],
       store: world.store,
       coordinator: coordinator ?? tab ?? (schedule.sharedCoordinator ? shared : new LocalCoordinator()),
       retry,
@@ -533,7 +534,7 @@ export async function runSchedule(schedule: Schedule, options: RunOptions = {}):
         entry.replayed = res.replayed;
         expect(res.key, 'a response carries the intent key').toBe(intent.key);
       } else {
-        const res = await intent.run(runTransport(fetchImpl, world, name, variant), {
+        const res = await run(intent, runTransport(fetchImpl, world, name, variant), {
           request: bodyOf(name, variant),
           signal: controller?.signal,
         });

@@ -9,12 +9,14 @@ import {
   type ClientOptions,
   createClient,
   type IntentRecord,
-  ietf,
+  intentFetch,
   isOncelyError,
   LocalCoordinator,
   MemoryStore,
   type RecordUpdater,
+  run,
 } from '../../src/index.js';
+import { ietf } from '../../src/profiles/index.js';
 import { inProgressBackoff, resolveRetryOptions } from '../../src/retry/policy.js';
 import { type Reply, wireServer } from '../helpers/wire-server.js';
 
@@ -110,8 +112,8 @@ describe('1. every read is bounded', () => {
         headers: { 'content-type': 'application/json' },
       });
     const api = client('http://127.0.0.1:9/', { fetch: async () => stalled() });
-    const viaRun = timed((await api.intent('run')).run(async () => stalled()));
-    const viaFetch = timed((await api.intent('fetch')).fetch('pay', { method: 'POST', body: '{}' }));
+    const viaRun = timed(run(await api.intent('run'), async () => stalled()));
+    const viaFetch = timed(intentFetch(await api.intent('fetch'), 'pay', { method: 'POST', body: '{}' }));
     for (const { error, ms } of await Promise.all([viaRun, viaFetch])) {
       expect(error).toMatchObject({ code: 'OUTCOME_UNKNOWN', sent: true });
       expect(ms).toBeLessThan(FAST.deadline + 1_000);
@@ -259,12 +261,10 @@ describe('3. a transport that throws after sending is not "no effect"', () => {
   it('run(): sends, then throws a plain Error: unknown, not failed, not retried', async () => {
     const s = await server();
     const intent = await client(s.url).intent('order:6');
-    const error = await intent
-      .run(async ({ headers }) => {
-        await fetch(`${s.url}pay`, { method: 'POST', headers, body: '{}' });
-        throw new Error('response parsing failed');
-      })
-      .catch((e: unknown) => e);
+    const error = await run(intent, async ({ headers }) => {
+      await fetch(`${s.url}pay`, { method: 'POST', headers, body: '{}' });
+      throw new Error('response parsing failed');
+    }).catch((e: unknown) => e);
     expect(error).toMatchObject({ code: 'OUTCOME_UNKNOWN', sent: true });
     expect(s.requests).toHaveLength(1);
     expect(intent.state).toBe('unknown');
@@ -416,8 +416,8 @@ describe("12. the app's own callbacks", () => {
       const error = await (call === 'post'
         ? intent.post('pay', { json: {} })
         : call === 'run'
-          ? intent.run(({ headers }) => fetch(`${s.url}pay`, { method: 'POST', headers, body: '{}' }))
-          : intent.fetch('pay', { method: 'POST', body: '{}' })
+          ? run(intent, ({ headers }) => fetch(`${s.url}pay`, { method: 'POST', headers, body: '{}' }))
+          : intentFetch(intent, 'pay', { method: 'POST', body: '{}' })
       ).catch((e: unknown) => e);
       expect(error).toMatchObject({ code: 'OUTCOME_UNKNOWN', sent: true, cause: bug });
       expect(intent.state).toBe('unknown');
@@ -446,11 +446,12 @@ describe("12. the app's own callbacks", () => {
   });
 });
 
-describe('13. intent.fetch(new Request(...))', () => {
+describe('13. intentFetch(intent, new Request(...))', () => {
   it('sends the Request as fetch would: method, URL, headers, body', async () => {
     const s = await server();
     const intent = await client(s.url).intent('req');
-    const response = await intent.fetch(
+    const response = await intentFetch(
+      intent,
       new Request(`${s.url}pay?x=1`, { method: 'POST', headers: { 'x-app': 'a' }, body: '{"a":1}' }),
     );
     expect(response.status).toBe(201);

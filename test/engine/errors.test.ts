@@ -13,6 +13,7 @@ import {
   IntentMismatchError,
   InvalidArgumentError,
   InvalidKeyError,
+  intentFetch,
   isOncelyError,
   KeyReusedError,
   MemoryStore,
@@ -21,6 +22,7 @@ import {
   OutcomeUnknownError,
   RedirectError,
   ResponseValidationError,
+  run,
   type Store,
   StoreError,
   TransportError,
@@ -34,14 +36,29 @@ describe('bad options and input are InvalidArgumentErrors', () => {
     ['a deadline above 2^31-1 ms', { retry: { deadline: 2 ** 31 } }],
     ['a timeout above 2^31-1 ms', { retry: { timeout: 2 ** 31 } }],
     ['an unknown retry option', { retry: { limit: 3 } }],
-    ['an unknown profile name', { profile: 'acme' }],
+    ['a profile name (profiles are values from oncely/profiles)', { profile: 'stripe' }],
     ['a profile object without classify', { profile: { name: 'x', header: 'K', encodeKey: (k: string) => k } }],
     ['a storeTimeout of 0', { storeTimeout: 0 }],
     ['unknown key kinds', { keys: 'v1' }],
+    ['derived keys named by a string (derivedKeys is a value imported from oncely)', { keys: 'derived' }],
   ])('%s', (_what, options) => {
     expect(() => createClient({ ...base, ...(options as object) })).toThrow(
       expect.objectContaining({ code: 'INVALID_ARGUMENT' }),
     );
+  });
+
+  it('a profile name says where the profile values are', () => {
+    expect(() => createClient({ ...base, profile: 'stripe' as never })).toThrow(
+      /import \{ stripe \} from "oncely\/profiles"/,
+    );
+  });
+
+  it.each([
+    ['run()', (x: never) => run(x, async () => 'ok')],
+    ['intentFetch()', (x: never) => intentFetch(x, 'pay', { method: 'POST' })],
+  ])('%s given something else than an Intent: InvalidArgumentError, nothing sent', async (_what, call) => {
+    for (const notAnIntent of [undefined, {}, { key: 'k', name: 'pay' }])
+      await expect(call(notAnIntent as never)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
   });
 
   it.each([

@@ -4,7 +4,16 @@
  * what changed (issue 9).
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { type ClientOptions, createClient, ietf, MemoryStore, type OncelyEvent } from '../../src/index.js';
+import {
+  type ClientOptions,
+  createClient,
+  derivedKeys,
+  intentFetch,
+  MemoryStore,
+  type OncelyEvent,
+  run,
+} from '../../src/index.js';
+import { ietf, stripe as stripeProfile } from '../../src/profiles/index.js';
 import { type Reply, type WireServer, wireServer } from '../helpers/wire-server.js';
 
 const servers: WireServer[] = [];
@@ -26,7 +35,7 @@ describe('run(): a first-class path', () => {
   it('hands the function the key, the key header as the profile sends it, and a signal that is always defined', async () => {
     const seen: unknown[] = [];
     const intent = await api().intent('job');
-    await intent.run(async (context) => {
+    await run(intent, async (context) => {
       seen.push({ ...context, signal: context.signal instanceof AbortSignal, fetch: typeof context.fetch });
       return 'ok';
     });
@@ -39,8 +48,8 @@ describe('run(): a first-class path', () => {
         fetch: 'function',
       },
     ]);
-    const stripe = await api({ profile: 'stripe' }).intent('job');
-    await stripe.run(async ({ headers }) => {
+    const stripe = await api({ profile: stripeProfile }).intent('job');
+    await run(stripe, async ({ headers }) => {
       expect(headers).toEqual({ 'Idempotency-Key': stripe.key });
     });
   });
@@ -48,7 +57,7 @@ describe('run(): a first-class path', () => {
   it('a returned Response is classified by its status: a 503 is retried, not a success', async () => {
     const statuses = [503, 201];
     const intent = await api().intent('job');
-    const res = await intent.run(async () => new Response('{}', { status: statuses.shift() }));
+    const res = await run(intent, async () => new Response('{}', { status: statuses.shift() }));
     expect(res.status).toBe(201);
     expect(intent.state).toBe('succeeded');
     expect(intent.record.attempts).toBe(2);
@@ -56,8 +65,8 @@ describe('run(): a first-class path', () => {
 
   it('a result whose lastResponse carries the replay marker (stripe-node) counts as a replay', async () => {
     const events: OncelyEvent[] = [];
-    const intent = await api({ profile: 'stripe', onEvent: (e) => events.push(e) }).intent('job');
-    await intent.run(async () => ({
+    const intent = await api({ profile: stripeProfile, onEvent: (e) => events.push(e) }).intent('job');
+    await run(intent, async () => ({
       id: 'pi_1',
       lastResponse: { statusCode: 200, headers: { 'idempotent-replayed': 'true' } },
     }));
@@ -74,13 +83,13 @@ describe('run(): a first-class path', () => {
         raw: { type: 'idempotency_error' },
       },
     );
-    const fresh = await api({ profile: 'stripe' }).intent('job');
-    const error = await fresh.run(async () => Promise.reject(mismatch)).catch((e: unknown) => e);
+    const fresh = await api({ profile: stripeProfile }).intent('job');
+    const error = await run(fresh, async () => Promise.reject(mismatch)).catch((e: unknown) => e);
     expect(error).toMatchObject({ code: 'KEY_REUSED', status: 400, cause: mismatch });
     expect(fresh.state).toBe('failed');
     const throws = [Object.assign(new TypeError('terminated'), {}), mismatch];
-    const retried = await api({ profile: 'stripe' }).intent('job');
-    const later = await retried.run(async () => Promise.reject(throws.shift())).catch((e: unknown) => e);
+    const retried = await api({ profile: stripeProfile }).intent('job');
+    const later = await run(retried, async () => Promise.reject(throws.shift())).catch((e: unknown) => e);
     expect(later).toMatchObject({ code: 'OUTCOME_UNKNOWN', cause: mismatch });
     expect((later as Error).message).toMatch(/may or may not have taken effect/);
     expect(retried.state).toBe('unknown');
@@ -98,7 +107,7 @@ describe('run(): a first-class path', () => {
   ])('a %s network error is retried with the same key', async (_runtime, error) => {
     const intent = await api().intent('job');
     const keys: string[] = [];
-    const value = await intent.run(async ({ key, attempt }) => {
+    const value = await run(intent, async ({ key, attempt }) => {
       keys.push(key);
       if (attempt === 1) throw error;
       return 'done';
@@ -110,12 +119,10 @@ describe('run(): a first-class path', () => {
   it('the per-attempt timeout applies to a function that ignores its signal', async () => {
     const signals: AbortSignal[] = [];
     const intent = await api({ retry: { timeout: 30, maxAttempts: 2, baseDelay: 1 } }).intent('job');
-    const error = await intent
-      .run(({ signal }) => {
-        signals.push(signal);
-        return new Promise(() => {});
-      })
-      .catch((e: unknown) => e);
+    const error = await run(intent, ({ signal }) => {
+      signals.push(signal);
+      return new Promise(() => {});
+    }).catch((e: unknown) => e);
     expect(error).toMatchObject({ code: 'OUTCOME_UNKNOWN', attempts: 2 });
     expect(signals.map((s) => s.aborted)).toEqual([true, true]);
     expect(intent.state).toBe('unknown');
@@ -126,12 +133,10 @@ describe('run(): a first-class path', () => {
     const bug = new RangeError('amount must be positive');
     const intent = await api().intent('job');
     let calls = 0;
-    const error = await intent
-      .run(async () => {
-        calls++;
-        throw bug;
-      })
-      .catch((e: unknown) => e);
+    const error = await run(intent, async () => {
+      calls++;
+      throw bug;
+    }).catch((e: unknown) => e);
     expect(error).toMatchObject({ code: 'OUTCOME_UNKNOWN', sent: true, cause: bug, attempts: 1 });
     expect(calls).toBe(1);
     expect(intent.state).toBe('unknown');
@@ -140,7 +145,7 @@ describe('run(): a first-class path', () => {
   it('a classify that maps a thrown error to failed still gives a TransportError with the original as cause', async () => {
     const bug = new RangeError('amount must be positive');
     const intent = await api().intent('job');
-    await expect(intent.run(async () => Promise.reject(bug), { classify: () => 'failed' })).rejects.toMatchObject({
+    await expect(run(intent, async () => Promise.reject(bug), { classify: () => 'failed' })).rejects.toMatchObject({
       code: 'TRANSPORT_FAILED',
       cause: bug,
     });
@@ -164,11 +169,11 @@ describe('replay markers', () => {
   });
 });
 
-describe('intent.fetch(): your own fetch, bound to the intent', () => {
+describe('intentFetch(): your own fetch, bound to the intent', () => {
   it('sends the key on every attempt, retries within the budget, resolves with the final Response', async () => {
     const server = await serve((n) => (n === 1 ? { status: 503 } : { status: 201, body: { id: 'p1' } }));
     const intent = await api({ baseUrl: server.url }).intent('pay');
-    const res = await intent.fetch('payments', {
+    const res = await intentFetch(intent, 'payments', {
       method: 'POST',
       body: '{"a":1}',
       headers: { 'content-type': 'application/json' },
@@ -182,7 +187,7 @@ describe('intent.fetch(): your own fetch, bound to the intent', () => {
   it('resolves with a definitive error answer, as fetch does, and marks the intent failed', async () => {
     const server = await serve(() => ({ status: 402, body: { error: 'card_declined' } }));
     const intent = await api({ baseUrl: server.url }).intent('pay');
-    const res = await intent.fetch('payments', { method: 'POST', body: '{}' });
+    const res = await intentFetch(intent, 'payments', { method: 'POST', body: '{}' });
     expect(res.status).toBe(402);
     expect(await res.json()).toEqual({ error: 'card_declined' });
     expect(intent.state).toBe('failed');
@@ -253,7 +258,7 @@ describe('the intent and its record', () => {
   });
 
   it('derived keys cannot be reset: the same name derives the same key; the error says what to do', async () => {
-    const intent = await api({ keys: 'derived' }).intent('payout:42');
+    const intent = await api({ keys: derivedKeys }).intent('payout:42');
     await expect(intent.reset()).rejects.toMatchObject({
       code: 'INVALID_ARGUMENT',
       message: expect.stringMatching(/new name/),
@@ -281,14 +286,14 @@ describe('run(): the answer a thrown error carries', () => {
     const raw = { error: { type: 'card_error', code: 'card_declined' } };
     const declined = () => Object.assign(new Error('Your card was declined.'), { statusCode: 402, raw });
     const intent = await api().intent('job:raw');
-    await expect(intent.run(async () => Promise.reject(declined()))).rejects.toMatchObject({
+    await expect(run(intent, async () => Promise.reject(declined()))).rejects.toMatchObject({
       code: 'HTTP_ERROR',
       status: 402,
       body: raw,
     });
     const unavailable = Object.assign(new Error('busy'), { statusCode: 503, raw: { error: { type: 'api_error' } } });
     const busy = await api({ retry: { maxAttempts: 2, baseDelay: 1 } }).intent('job:busy');
-    const error = await busy.run(async () => Promise.reject(unavailable)).catch((e: unknown) => e);
+    const error = await run(busy, async () => Promise.reject(unavailable)).catch((e: unknown) => e);
     expect(error).toMatchObject({ code: 'OUTCOME_UNKNOWN', lastAnswer: { status: 503, body: unavailable.raw } });
   });
 });
@@ -308,7 +313,7 @@ describe("run(): the context's fetch", () => {
       },
     });
     const intent = await client.intent('run:parsed');
-    const data = await intent.run(async ({ fetch }) =>
+    const data = await run(intent, async ({ fetch }) =>
       (await fetch('https://api.test/pay', { method: 'POST' })).json(),
     );
     expect(data).toEqual({ status: 201 });

@@ -3,7 +3,8 @@
  * every moment, generated from the tables below. Exported so docs can list the cases.
  */
 import { isDeepStrictEqual } from 'node:util';
-import { type Client, ietf, LocalCoordinator } from '../../src/index.js';
+import { type Client, intentFetch, LocalCoordinator, run } from '../../src/index.js';
+import { ietf } from '../../src/profiles/index.js';
 import { BUDGET, type Env } from './env.js';
 import { STORE_FAULTS, STORE_OPS, type StoreOp } from './faulty-store.js';
 import { WIRE_FAULTS, type WireFault } from './ledger-server.js';
@@ -157,8 +158,9 @@ const RUN_FAULTS = [
 ];
 for (const fault of RUN_FAULTS)
   for (const moment of ['attempt-1', 'every-attempt']) {
-    const run = async (env: Env, client: Client, faulted: boolean) =>
-      (await env.intent(client)).run(
+    const send = async (env: Env, client: Client, faulted: boolean) =>
+      run(
+        await env.intent(client),
         async ({ headers, signal, attempt }) => {
           if (!faulted || env.lifted || (moment === 'attempt-1' && attempt > 1)) {
             const res = await runSend(env, headers, signal);
@@ -193,15 +195,15 @@ for (const fault of RUN_FAULTS)
       point: 'run(fn)',
       fault,
       moment,
-      act: (env) => run(env, env.client(), true),
-      resume: (env, client) => run(env, client, false),
+      act: (env) => send(env, env.client(), true),
+      resume: (env, client) => send(env, client, false),
     });
   }
 
-// intent.fetch(): a stalled error body, and a Request object as input.
+// intentFetch(): a stalled error body, and a Request object as input.
 const fetchAct = (env: Env, client: Client) =>
   env.intent(client).then((i) =>
-    i.fetch('pay', {
+    intentFetch(i, 'pay', {
       method: 'POST',
       body: JSON.stringify(env.body),
       headers: { 'content-type': 'application/json' },
@@ -220,7 +222,7 @@ add({
 const requestAct = async (env: Env, client: Client) => {
   const intent = await env.intent(client);
   const request = new Request(`${env.ledger.url}pay`, { method: 'POST', body: JSON.stringify(env.body) });
-  return intent.fetch(request as unknown as string);
+  return intentFetch(intent, request as unknown as string);
 };
 add({
   point: 'intent.fetch',
