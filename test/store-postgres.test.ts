@@ -5,6 +5,7 @@ import { settleIntent } from '../postgres/reconcile.js';
 import { drainOnce } from '../postgres/worker.js';
 import { createClient } from '../src/client.js';
 import { IntentGoneError, InvalidArgumentError, InvalidKeyError, StoreError } from '../src/errors.js';
+import type { IntentRecord } from '../src/store/store.js';
 import { useTestDatabase } from './postgres/database.js';
 import { intentRecord, runStoreConformance } from './store-conformance.js';
 
@@ -21,6 +22,27 @@ runStoreConformance('PostgresStore', async () => {
       try {
         await client.query('BEGIN');
         await store.claim(record, { transaction: client });
+        await client.query('ROLLBACK');
+      } finally {
+        client.release();
+      }
+    },
+  };
+});
+
+// Every write that waits for another goes in a group statement: the suite again, grouped.
+runStoreConformance('PostgresStore, writes grouped (writeConcurrency 1)', async () => {
+  await db.reset();
+  const pool = db.pool({ max: 4 });
+  const store = () => new PostgresStore({ pool, writeConcurrency: 1 });
+  return {
+    store: store(),
+    reopen: async () => store(),
+    claimRolledBack: async (s, record) => {
+      const client = await pool.connect();
+      try {
+        await client.query('BEGIN');
+        await s.claim(record, { transaction: client });
         await client.query('ROLLBACK');
       } finally {
         client.release();
@@ -381,5 +403,115 @@ describe('PostgresStore: client.send() in two round trips', () => {
     expect(statements).toEqual(['INSERT', 'UPDATE']);
     expect(states).toEqual(['in_flight']);
     expect(await store.get('default', 'payout:s1')).toMatchObject({ state: 'succeeded', key: response.key });
+  });
+});
+
+describe('PostgresStore: group writes', () => {
+  /** A store that records the name of each statement it runs. */
+  function counting(options: { writeConcurrency: number; max?: number }) {
+    const names: string[] = [];
+    class Counting extends PostgresStore {
+      override query(...args: Parameters<PostgresStore['query']>) {
+        names.push(String(args[0].name ?? args[0].text.trim().split(/\s+/)[0]));
+        return super.query(...args);
+      }
+    }
+    return { names, store: new Counting({ pool: db.pool({ max: options.max ?? 4 }), ...options }) };
+  }
+  const attemptsPlusOne = (c: IntentRecord | undefined) => c && { ...c, attempts: c.attempts + 1 };
+
+  it('writes that wait for a running one go as one statement; each is answered as if alone', async () => {
+    await db.reset();
+    const { names, store } = counting({ writeConcurrency: 1 });
+    const claims = await Promise.all(Array.from({ length: 20 }, (_, i) => store.claim(intentRecord('g', `n${i}`))));
+    expect(claims.every((c) => c.created)).toBe(true);
+    expect(names.filter((n) => n === 'oncely_claim').length).toBeGreaterThanOrEqual(1);
+    expect(names.filter((n) => n === 'oncely_group_insert').length).toBeGreaterThanOrEqual(1);
+    expect(names.length).toBeLessThan(20);
+    expect((await store.list('g')).map((r) => r.key).sort()).toEqual(claims.map((c) => c.record.key).sort());
+    // Claims of intents formed before: nothing inserted, each reads the stored record back.
+    const again = await Promise.all(
+      Array.from({ length: 5 }, (_, i) => store.claim(intentRecord('g', `n${i}`, { key: `other-${i}` }))),
+    );
+    expect(again.map((c) => [c.created, c.record.key])).toEqual(
+      Array.from({ length: 5 }, (_, i) => [false, `key-g-n${i}`]),
+    );
+    names.length = 0;
+    const updated = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => store.update('g', `n${i}`, attemptsPlusOne, { durability: 'relaxed' })),
+    );
+    expect(updated.every((r) => r?.attempts === 1)).toBe(true);
+    expect(names).toContain('oncely_group_cas_relaxed');
+    expect(names.length).toBeLessThan(20);
+    expect((await store.list('g')).every((r) => r.attempts === 1)).toBe(true);
+  });
+
+  it('two writes of one intent never share a statement (no update is lost)', async () => {
+    await db.reset();
+    const { store } = counting({ writeConcurrency: 1 });
+    await store.claim(intentRecord('g', 'x'));
+    await store.claim(intentRecord('g', 'y'));
+    await Promise.all([
+      ...Array.from({ length: 10 }, () => store.update('g', 'x', attemptsPlusOne)),
+      ...Array.from({ length: 10 }, () => store.update('g', 'y', attemptsPlusOne)),
+    ]);
+    expect((await store.get('g', 'x'))?.attempts).toBe(10);
+    expect((await store.get('g', 'y'))?.attempts).toBe(10);
+  });
+
+  it('a row whose compare-and-set fails in a group runs its updater again on the stored record', async () => {
+    await db.reset();
+    const { names, store } = counting({ writeConcurrency: 1 });
+    for (const name of ['a', 'b', 'c']) await store.claim(intentRecord('g', name));
+    // Another machine moves b on: this store's remembered version of b is stale.
+    await new PostgresStore({ pool: db.admin }).update('g', 'b', (c) => c && { ...c, attempts: 5 });
+    names.length = 0;
+    const seen: number[] = [];
+    await Promise.all([
+      store.update('g', 'a', attemptsPlusOne),
+      store.update('g', 'c', attemptsPlusOne),
+      store.update('g', 'b', (c) => {
+        seen.push(c!.attempts);
+        return attemptsPlusOne(c);
+      }),
+    ]);
+    expect(names).toContain('oncely_group_cas');
+    expect(seen).toEqual([0, 5]);
+    expect((await store.list('g')).map((r) => [r.name, r.attempts])).toEqual([
+      ['a', 1],
+      ['b', 6],
+      ['c', 1],
+    ]);
+  });
+
+  it('a group the server refuses (one key taken twice) is written one by one: one claim wins, the other is told', async () => {
+    await db.reset();
+    const { names, store } = counting({ writeConcurrency: 1 });
+    const results = await Promise.allSettled([
+      store.claim(intentRecord('g', 'first')),
+      store.claim(intentRecord('g', 'p', { key: 'same' })),
+      store.claim(intentRecord('g', 'q', { key: 'same' })),
+    ]);
+    expect(names).toContain('oncely_group_insert');
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected']);
+    expect((results[2] as PromiseRejectedResult).reason).toBeInstanceOf(InvalidKeyError);
+    expect((await store.list('g')).map((r) => [r.name, r.key])).toEqual([
+      ['first', 'key-g-first'],
+      ['p', 'same'],
+    ]);
+  });
+
+  it('a relaxed group sets synchronous_commit for its own transaction only', async () => {
+    await db.reset();
+    const pool = db.pool({ max: 1 });
+    const store = new PostgresStore({ pool, writeConcurrency: 1 });
+    await Promise.all(['a', 'b', 'c'].map((n) => store.claim(intentRecord('g', n))));
+    await Promise.all(['a', 'b', 'c'].map((n) => store.update('g', n, attemptsPlusOne, { durability: 'relaxed' })));
+    expect((await pool.query('SHOW synchronous_commit')).rows[0].synchronous_commit).toBe('on');
+  });
+
+  it('refuses a writeConcurrency that is not a positive integer', () => {
+    for (const writeConcurrency of [0, -1, 1.5, Number.NaN])
+      expect(() => new PostgresStore({ pool: db.admin, writeConcurrency })).toThrow(InvalidArgumentError);
   });
 });
