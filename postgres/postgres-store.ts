@@ -49,6 +49,9 @@ export interface PostgresStoreOptions {
 }
 
 const SWEEP_BATCH = 1_000;
+/** Rows per sweep statement: short enough that a claim queued behind one waits little. */
+const SWEEP_STEP = 500;
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.min(ms, 1_000)));
 /** Rows `isPending` would not keep at time $4: settled or never sent, under no live lease. */
 const SETTLED = `state NOT IN ('in_flight', 'unknown') AND (lease_until IS NULL OR lease_until <= $4)`;
 const SWEEPABLE = `state IN (${SWEEPABLE_STATES.map((s) => `'${s}'`).join(', ')})`;
@@ -314,9 +317,12 @@ export class PostgresStore implements Store {
   }
 
   /**
-   * Bounded batches over the partial sweep index, oldest first; rows another transaction
-   * holds are skipped (`SKIP LOCKED`) and left for the next sweep. Without `limit`, batches
-   * of 1,000 until none is due.
+   * Bounded batches of 500 over the partial sweep index, oldest first; rows another
+   * transaction holds are skipped (`SKIP LOCKED`) and left for the next sweep. Without
+   * `limit`, until none is due. Between batches the sweep pauses as long as the last one
+   * took, so that it takes at most half of one connection and claims are not queued behind
+   * it; its commits do not wait for the WAL flush (a delete lost in a crash is done again by
+   * the next sweep, and any later write's flush carries it).
    */
   async sweep(scope: string, now: number, options: SweepOptions = {}): Promise<number> {
     const limit = options.limit;
@@ -324,8 +330,9 @@ export class PostgresStore implements Store {
       throw new InvalidArgumentError('sweep limit must be a non-negative integer.', { scope });
     let removed = 0;
     for (;;) {
-      const batch = Math.min(SWEEP_BATCH, limit === undefined ? SWEEP_BATCH : limit - removed);
+      const batch = Math.min(SWEEP_STEP, limit === undefined ? SWEEP_STEP : limit - removed);
       if (batch <= 0) return removed;
+      const started = performance.now();
       const result = await this.query(
         {
           name: 'oncely_sweep',
@@ -333,7 +340,8 @@ export class PostgresStore implements Store {
           text: `WITH due AS MATERIALIZED (
                    SELECT name FROM oncely_intents WHERE scope = $1 AND ${SWEEPABLE} AND sweep_after < $2
                    ORDER BY sweep_after LIMIT $3 FOR UPDATE SKIP LOCKED)
-                 DELETE FROM oncely_intents t USING due WHERE t.scope = $1 AND t.name = due.name`,
+                 DELETE FROM oncely_intents t USING due WHERE t.scope = $1 AND t.name = due.name
+                 RETURNING ${RELAXED}`,
           values: [scope, now, batch],
         },
         'sweep intents',
@@ -341,7 +349,8 @@ export class PostgresStore implements Store {
       );
       const count = result.rowCount ?? 0;
       removed += count;
-      if (count < batch) return removed;
+      if (count < batch || removed === limit) return removed;
+      await pause(performance.now() - started);
     }
   }
 

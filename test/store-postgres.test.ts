@@ -296,6 +296,52 @@ describe('PostgresStore: bounded sweeps', () => {
   });
 });
 
+describe('PostgresStore: sweeps in steps of 500', () => {
+  it('a limit across steps stops at the limit; pending intents and other scopes are never swept', async () => {
+    await db.reset();
+    // 1,200 due in u1 (updated at 0…1,199), and due-by-time rows that must stay: pending ones
+    // in u1 among them, and another scope's settled ones.
+    await db.admin.query(
+      `INSERT INTO oncely_intents (scope, name, key, state, attempts, created_at, updated_at, ttl)
+       SELECT 'u1', 'n' || i, 'k' || i, CASE WHEN i % 3 = 0 THEN 'ready' ELSE 'succeeded' END, 1, 0, i, 1
+       FROM generate_series(0, 1199) AS i
+       UNION ALL SELECT 'u1', 'p' || i, 'pk' || i, CASE WHEN i % 2 = 0 THEN 'in_flight' ELSE 'unknown' END, 1, 0, i, 1
+       FROM generate_series(0, 99) AS i
+       UNION ALL SELECT 'u2', 'n' || i, 'k' || i, 'failed', 1, 0, i, 1 FROM generate_series(0, 99) AS i`,
+    );
+    const pool = db.pool({ max: 1 });
+    const store = new PostgresStore({ pool });
+    expect(await store.sweep('u1', 10_000, { limit: 700 })).toBe(700);
+    const left = await store.list('u1', ['ready', 'succeeded']);
+    expect(left).toHaveLength(500);
+    expect(Math.min(...left.map((r) => r.updatedAt))).toBe(700); // oldest first
+    expect(await store.sweep('u1', 10_000)).toBe(500);
+    expect(await store.sweep('u1', 10_000)).toBe(0);
+    expect(await store.list('u1')).toHaveLength(100);
+    expect((await store.list('u1')).every((r) => r.state === 'in_flight' || r.state === 'unknown')).toBe(true);
+    expect(await store.list('u2')).toHaveLength(100);
+    // Its commits skip the WAL flush for their own transaction only.
+    expect((await pool.query('SHOW synchronous_commit')).rows[0].synchronous_commit).toBe('on');
+  });
+
+  it('skips rows another transaction holds and leaves them for the next sweep', async () => {
+    await db.reset();
+    const store = new PostgresStore({ pool: db.pool({ max: 2 }) });
+    for (const name of ['a', 'b', 'c']) await store.claim(intentRecord('u1', name, { updatedAt: 0, ttl: 1 }));
+    const holder = await db.admin.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query("SELECT 1 FROM oncely_intents WHERE scope = 'u1' AND name = 'b' FOR UPDATE");
+      expect(await store.sweep('u1', 10)).toBe(2);
+      await holder.query('COMMIT');
+    } finally {
+      holder.release();
+    }
+    expect((await store.list('u1')).map((r) => r.name)).toEqual(['b']);
+    expect(await store.sweep('u1', 10)).toBe(1);
+  });
+});
+
 describe('PostgresStore: the worker queue', () => {
   const NOW = 1_700_000_100_000;
 
