@@ -4,7 +4,7 @@
  * statements by text (pg_stat_statements), WAL writes and syncs (pg_stat_wal), and how
  * often a query waited for a pool connection. A diagnosis, never a test.
  *
- *   npm run build && node bench/postgres-profile.ts [--c=64] [--seconds=4] [--max=16]
+ *   npm run build && node bench/postgres-profile.ts [--c=64] [--seconds=4] [--max=16] [--writers=4] [--only=bare,send]
  */
 import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -20,6 +20,8 @@ const arg = (name: string, fallback: number) =>
 const C = arg('c', 64);
 const SECONDS = arg('seconds', 4);
 const MAX = arg('max', 16);
+/** The store's writeConcurrency (its default: 4). */
+const WRITERS = arg('writers', 4);
 const only = process.argv
   .find((a) => a.startsWith('--only='))
   ?.split('=')[1]
@@ -30,7 +32,7 @@ const config = { host: cluster.host, port: cluster.port, user: 'postgres', datab
 const pool = new pg.Pool({ ...config, max: MAX });
 const admin = new pg.Pool({ ...config, max: 1 });
 pool.on('error', () => undefined);
-const store = new PostgresStore({ pool });
+const store = new PostgresStore({ pool, writeConcurrency: WRITERS });
 await store.migrate();
 await admin.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
 const server = await startServer();
@@ -54,7 +56,12 @@ const cpuOf = (pid: number) => {
 /** Every process of the cluster (postmaster, backends, walwriter…): its data dir is on the command line of the postmaster only, so match by parent. */
 const postmaster = Number(readFileSync(`${cluster.host}/data/postmaster.pid`, 'utf8').split('\n')[0]);
 const postgresCpu = () => {
+  // The postmaster's own time and that of its exited children (cutime, cstime), plus the live ones.
   let total = cpuOf(postmaster);
+  try {
+    const fields = readFileSync(`/proc/${postmaster}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    total += ((Number(fields[13]) + Number(fields[14])) / TICK) * 1000;
+  } catch {}
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
@@ -118,7 +125,7 @@ async function measure(label: string, op: (name: string) => Promise<unknown>) {
   );
   const perReq = (n: number) => (n / done).toFixed(2);
   console.log(
-    `\n## ${label} c=${C} pool=${MAX}: ${(done / (wall / 1000)).toFixed(0)}/s; per request: client ${cpu.client.toFixed(2)} ms CPU, http peer ${cpu.server.toFixed(2)}, postgres ${cpu.pg.toFixed(2)} (sum ${(cpu.client + cpu.server + cpu.pg).toFixed(2)} ms; 2 cores → ≤ ${(2000 / (cpu.client + cpu.server + cpu.pg)).toFixed(0)}/s); ` +
+    `\n## ${label} c=${C} pool=${MAX} writers=${WRITERS}: ${(done / (wall / 1000)).toFixed(0)}/s; per request: client ${cpu.client.toFixed(2)} ms CPU, http peer ${cpu.server.toFixed(2)}, postgres ${cpu.pg.toFixed(2)} (sum ${(cpu.client + cpu.server + cpu.pg).toFixed(2)} ms; 2 cores → ≤ ${(2000 / (cpu.client + cpu.server + cpu.pg)).toFixed(0)}/s); ` +
       `WAL syncs ${perReq(wal1.wal_sync - wal0.wal_sync)}, writes ${perReq(wal1.wal_write - wal0.wal_write)}, records ${perReq(wal1.wal_records - wal0.wal_records)}; pool waiters mean ${(waitedSamples / Math.max(1, samples)).toFixed(1)}`,
   );
   for (const s of statements.rows)

@@ -11,45 +11,29 @@ import { intentRecord, runStoreConformance } from './store-conformance.js';
 
 const db = useTestDatabase();
 
-runStoreConformance('PostgresStore', async () => {
-  await db.reset();
-  const pool = db.pool({ max: 4 });
-  return {
-    store: new PostgresStore({ pool }),
-    reopen: async () => new PostgresStore({ pool: db.pool({ max: 4 }) }),
-    claimRolledBack: async (store, record) => {
-      const client = await pool.connect();
-      try {
-        await client.query('BEGIN');
-        await store.claim(record, { transaction: client });
-        await client.query('ROLLBACK');
-      } finally {
-        client.release();
-      }
-    },
-  };
-});
-
+function conformance(label: string, options: { writeConcurrency?: number } = {}) {
+  runStoreConformance(label, async () => {
+    await db.reset();
+    const pool = db.pool({ max: 4 });
+    return {
+      store: new PostgresStore({ pool, ...options }),
+      reopen: async () => new PostgresStore({ pool: db.pool({ max: 4 }), ...options }),
+      claimRolledBack: async (store, record) => {
+        const client = await pool.connect();
+        try {
+          await client.query('BEGIN');
+          await store.claim(record, { transaction: client });
+          await client.query('ROLLBACK');
+        } finally {
+          client.release();
+        }
+      },
+    };
+  });
+}
+conformance('PostgresStore');
 // Every write that waits for another goes in a group statement: the suite again, grouped.
-runStoreConformance('PostgresStore, writes grouped (writeConcurrency 1)', async () => {
-  await db.reset();
-  const pool = db.pool({ max: 4 });
-  const store = () => new PostgresStore({ pool, writeConcurrency: 1 });
-  return {
-    store: store(),
-    reopen: async () => store(),
-    claimRolledBack: async (s, record) => {
-      const client = await pool.connect();
-      try {
-        await client.query('BEGIN');
-        await s.claim(record, { transaction: client });
-        await client.query('ROLLBACK');
-      } finally {
-        client.release();
-      }
-    },
-  };
-});
+conformance('PostgresStore, writes grouped (writeConcurrency 1)', { writeConcurrency: 1 });
 
 describe('PostgresStore: schema', () => {
   it('migrate() is idempotent and reports the version', async () => {
