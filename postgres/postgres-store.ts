@@ -51,7 +51,6 @@ export interface PostgresStoreOptions {
 const SWEEP_BATCH = 1_000;
 /** Rows per sweep statement: short enough that a claim queued behind one waits little. */
 const SWEEP_STEP = 500;
-const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.min(ms, 1_000)));
 /** Rows `isPending` would not keep at time $4: settled or never sent, under no live lease. */
 const SETTLED = `state NOT IN ('in_flight', 'unknown') AND (lease_until IS NULL OR lease_until <= $4)`;
 const SWEEPABLE = `state IN (${SWEEPABLE_STATES.map((s) => `'${s}'`).join(', ')})`;
@@ -319,10 +318,8 @@ export class PostgresStore implements Store {
   /**
    * Bounded batches of 500 over the partial sweep index, oldest first; rows another
    * transaction holds are skipped (`SKIP LOCKED`) and left for the next sweep. Without
-   * `limit`, until none is due. Between batches the sweep pauses as long as the last one
-   * took, so that it takes at most half of one connection and claims are not queued behind
-   * it; its commits do not wait for the WAL flush (a delete lost in a crash is done again by
-   * the next sweep, and any later write's flush carries it).
+   * `limit`, until none is due. Its commits do not wait for the WAL flush: a delete lost in
+   * a crash is done again by the next sweep, and any later write's flush carries it.
    */
   async sweep(scope: string, now: number, options: SweepOptions = {}): Promise<number> {
     const limit = options.limit;
@@ -332,7 +329,6 @@ export class PostgresStore implements Store {
     for (;;) {
       const batch = Math.min(SWEEP_STEP, limit === undefined ? SWEEP_STEP : limit - removed);
       if (batch <= 0) return removed;
-      const started = performance.now();
       const result = await this.query(
         {
           name: 'oncely_sweep',
@@ -349,8 +345,7 @@ export class PostgresStore implements Store {
       );
       const count = result.rowCount ?? 0;
       removed += count;
-      if (count < batch || removed === limit) return removed;
-      await pause(performance.now() - started);
+      if (count < batch) return removed;
     }
   }
 
