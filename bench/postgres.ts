@@ -2,14 +2,15 @@
  * PostgresStore bench, on its own throwaway cluster (PostgreSQL 15, unix socket, default
  * durability: fsync on, synchronous_commit on). A report, never a test.
  *
- *   npm run build && node bench/postgres.ts [--quick] [--no-growth]
+ *   npm run build && node bench/postgres.ts [--quick] [--no-growth] [--no-sweep | --sweep-only]
  *
  * Rows (ratios against baselines measured in the same run, interleaved rounds):
  * claims vs a raw `INSERT … ON CONFLICT DO NOTHING RETURNING` on the same pool (seq, c=64);
  * claims asked for relaxed durability (stored strict: an acknowledged claim is durable);
  * POST via PostgresStore (intent() + post(), and the one-step send()) vs bare ky + one raw
  * INSERT per request (c=1, c=64);
- * claim latency with 1M vs 1k stored; one bounded sweep batch with 1M stored.
+ * claim latency with 1M vs 1k stored; one bounded sweep batch with 1M stored; claims' p99
+ * at c=4 during a full sweep of a large scope vs without.
  */
 import { randomUUID } from 'node:crypto';
 import ky from 'ky';
@@ -21,8 +22,11 @@ import { startServer } from './server-process.ts';
 import { fmtRatio, median, quantile, type Spread, spread } from './stats.ts';
 
 const quick = process.argv.includes('--quick');
-/** `--no-growth`: only the claim and POST rows (no 1M-row seeding). */
+/** `--no-growth`: no 1M-row seeding (claim latency, sweep batch). */
 const growth = !process.argv.includes('--no-growth');
+/** `--no-sweep`: without claims during a full sweep (seeds 200k–670k rows). `--sweep-only`: only that. */
+const sweepRows = !process.argv.includes('--no-sweep');
+const sweepOnly = process.argv.includes('--sweep-only');
 const ROUNDS = quick ? 3 : 5;
 const SECONDS = quick ? 1 : 2;
 const cluster = await startCluster();
@@ -81,7 +85,7 @@ const row = (measure: string, figure: string, detail: string) => {
 const pct = (s: { median: number; min: number; max: number }) =>
   `${(s.median * 100).toFixed(0)} % (${(s.min * 100).toFixed(0)}–${(s.max * 100).toFixed(0)})`;
 
-for (const c of [1, 64]) {
+for (const c of sweepOnly ? [] : [1, 64]) {
   const r = await compare({
     raw: () => rate(rawInsert, c),
     strict: () => rate(claim('strict'), c),
@@ -103,7 +107,7 @@ for (const c of [1, 64]) {
 const server = await startServer();
 const bare = ky.create({ retry: 0 });
 const api = createClient({ baseUrl: server.baseUrl, scope: 'post', store });
-for (const c of [1, 64]) {
+for (const c of sweepOnly ? [] : [1, 64]) {
   const post = await compare({
     bare: () =>
       rate(
@@ -157,7 +161,7 @@ async function seed(total: number) {
 }
 
 const samples = quick ? 500 : 2000;
-if (growth) {
+if (growth && !sweepOnly) {
   await seed(1_000);
   const small = [await claimLatency(samples)];
   await seed(1_000_000);
@@ -173,23 +177,102 @@ if (growth) {
     `p50 ${large.map((l) => l.p50.toFixed(3)).join('/')} ms vs ${small.map((s) => s.p50.toFixed(3)).join('/')} ms; target ≤ 1.2×`,
   );
 
-  // Sweep with 1M stored (250k due in scope 'store'): bounded batches of 1,000.
+  // Sweep with 1M stored (250k due in scope 'store'): one statement of 500 per call.
   const plan = await pool.query(
     `EXPLAIN SELECT name FROM oncely_intents WHERE scope = 'store' AND state IN ('succeeded', 'failed', 'ready')
-   AND sweep_after < ${Date.now()} ORDER BY sweep_after LIMIT 1000 FOR UPDATE SKIP LOCKED`,
+   AND sweep_after < ${Date.now()} ORDER BY sweep_after LIMIT 500 FOR UPDATE SKIP LOCKED`,
   );
   const batches: number[] = [];
   for (let i = 0; i < (quick ? 10 : 40); i++) {
     const start = performance.now();
-    const removed = await store.sweep('store', Date.now(), { limit: 1000 });
+    const removed = await store.sweep('store', Date.now(), { limit: 500 });
     batches.push(performance.now() - start);
-    if (removed < 1000) break;
+    if (removed < 500) break;
   }
   const usesIndex = plan.rows.some((r) => String(r['QUERY PLAN']).includes('oncely_intents_sweep'));
   row(
-    'sweep batch of 1,000 with 1M stored',
+    'sweep batch of 500 with 1M stored',
     `${median(batches).toFixed(1)} ms p50`,
     `max ${Math.max(...batches).toFixed(1)} ms over ${batches.length} batches; plan uses oncely_intents_sweep: ${usesIndex}`,
+  );
+}
+
+/**
+ * Claims' p99 at c=4 in a scope holding `due` sweepable rows, with and without a full
+ * sweep of that scope running meanwhile (issue 19 §4: 31 → 103 ms with 670k).
+ */
+async function claimsDuringSweep(due: number, window: number) {
+  await pool.query("DELETE FROM oncely_intents WHERE scope = 'swept'");
+  await pool.query(
+    `INSERT INTO oncely_intents (scope, name, key, state, attempts, created_at, updated_at, ttl)
+     SELECT 'swept', 'old-' || i, 'k-' || i, CASE WHEN i % 2 = 0 THEN 'succeeded' ELSE 'failed' END, 1, $2, $2, 86400000
+     FROM generate_series(1, $1) AS i`,
+    [due, Date.now() - 2 * 86_400_000],
+  );
+  await pool.query('VACUUM ANALYZE oncely_intents');
+  await pool.query('CHECKPOINT');
+  const claims = async (until: () => boolean) => {
+    const times: number[] = [];
+    const now = Date.now();
+    await Promise.all(
+      Array.from({ length: 4 }, async () => {
+        while (!until()) {
+          const start = performance.now();
+          await store.claim({
+            v: 1,
+            scope: 'swept',
+            name: `new-${randomUUID()}`,
+            key: randomUUID(),
+            state: 'ready',
+            attempts: 0,
+            createdAt: now,
+            updatedAt: now,
+          });
+          times.push(performance.now() - start);
+        }
+      }),
+    );
+    return times;
+  };
+  const quietFor = (ms: number) => {
+    const until = performance.now() + ms;
+    return claims(() => performance.now() > until);
+  };
+  // Without a sweep: before it and after it (the load of the shared machine drifts).
+  const before = await quietFor(window / 2);
+  let swept = false;
+  const started = performance.now();
+  const sweeping = store.sweep('swept', Date.now()).finally(() => {
+    swept = true;
+  });
+  const during = await claims(() => swept);
+  const removed = await sweeping;
+  const ms = performance.now() - started;
+  const after = await quietFor(window / 2);
+  process.stderr.write(
+    `claims p99 before the sweep ${quantile(before, 0.99).toFixed(1)} ms (n=${before.length}), during ${quantile(during, 0.99).toFixed(1)} (n=${during.length}), after ${quantile(after, 0.99).toFixed(1)} (n=${after.length})\n`,
+  );
+  return { alone: [...before, ...after], during, removed, ms };
+}
+
+if (sweepRows) {
+  const due = Number(
+    process.argv.find((a) => a.startsWith('--sweep-rows='))?.split('=')[1] ?? (quick ? 200_000 : 670_000),
+  );
+  const ratios: number[] = [];
+  const detail: string[] = [];
+  for (let round = 0; round < (quick ? 2 : 3); round++) {
+    const r = await claimsDuringSweep(due, quick ? 3_000 : 5_000);
+    const p99 = { alone: quantile(r.alone, 0.99), during: quantile(r.during, 0.99) };
+    ratios.push(p99.during / p99.alone);
+    detail.push(
+      `${p99.alone.toFixed(1)} → ${p99.during.toFixed(1)} ms (max ${Math.max(...r.during).toFixed(0)}; ${r.removed} swept in ${(r.ms / 1000).toFixed(1)} s)`,
+    );
+  }
+  row(
+    `claims p99 at c=4 during a full sweep of ${due / 1000}k / without`,
+    `${median(ratios).toFixed(2)}× (${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)})`,
+    `${detail.join('; ')}; target ≤ 1.5×`,
   );
 }
 

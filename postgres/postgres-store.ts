@@ -20,8 +20,9 @@ import {
   toStoreError,
   withTimeout,
 } from './database.js';
+import { GroupWrites } from './group-writes.js';
 import { type MigrateResult, migrate } from './migrate.js';
-import { fromRow, RECORD_COLUMNS, recordValues, type StoredRecord } from './rows.js';
+import { fromRow, RECORD_COLUMNS, recordRow, recordValues, type StoredRecord } from './rows.js';
 
 export interface PostgresStoreOptions {
   /** A `pg` `Pool` (recommended) or a connected `Client`. The store never ends it. */
@@ -38,9 +39,18 @@ export interface PostgresStoreOptions {
    * @default 10_000
    */
   cacheSize?: number;
+  /**
+   * Most claim and update statements the store runs at once. Writes asked for while that
+   * many run wait, and go together as one statement when one ends (one round trip and one
+   * commit for many intents); a lone write never waits. Keep it under the pool's size.
+   * @default 4
+   */
+  writeConcurrency?: number;
 }
 
 const SWEEP_BATCH = 1_000;
+/** Rows per sweep statement: short enough that a claim queued behind one waits little. */
+const SWEEP_STEP = 500;
 /** Rows `isPending` would not keep at time $4: settled or never sent, under no live lease. */
 const SETTLED = `state NOT IN ('in_flight', 'unknown') AND (lease_until IS NULL OR lease_until <= $4)`;
 const SWEEPABLE = `state IN (${SWEEPABLE_STATES.map((s) => `'${s}'`).join(', ')})`;
@@ -88,6 +98,7 @@ export class PostgresStore implements Store {
    * (key, created_at) and version. Wrong guesses only cost a read.
    */
   readonly #versions = new Map<string, StoredRecord>();
+  readonly #writes: GroupWrites;
 
   constructor(options: PostgresStoreOptions) {
     if (typeof options?.pool?.query !== 'function')
@@ -95,6 +106,10 @@ export class PostgresStore implements Store {
     this.#db = options.pool;
     this.#timeout = options.timeout ?? 10_000;
     this.#cacheSize = options.cacheSize ?? 10_000;
+    const concurrency = options.writeConcurrency ?? 4;
+    if (!(Number.isSafeInteger(concurrency) && concurrency >= 1))
+      throw new InvalidArgumentError('PostgresStore: `writeConcurrency` must be a positive integer.');
+    this.#writes = new GroupWrites((config, what, context) => this.query(config, what, context), concurrency);
   }
 
   /** Creates or upgrades the tables (idempotent; concurrent calls across the fleet serialise). */
@@ -130,17 +145,27 @@ export class PostgresStore implements Store {
     const db = (tx as Queryable | undefined) ?? this.#db;
     // Never relaxed (`durability` is not read): an acknowledged claim survives a crash of
     // the server, because the app may act on its key. In the app's transaction, its COMMIT.
+    const single = { name: 'oncely_claim', text: insertSql(false), values: recordValues(record) };
     for (let round = 0; round < 100; round++) {
-      const inserted = await this.query(
-        { name: 'oncely_claim', text: insertSql(false), values: recordValues(record) },
-        'claim an intent',
-        context,
-        db,
+      // In the app's transaction, on its connection; otherwise it may go with concurrent writes.
+      const version = await (tx === undefined
+        ? this.#writes.write({
+            kind: 'insert',
+            id: intentId(record.scope, record.name),
+            single,
+            what: 'claim an intent',
+            context,
+            row: recordRow(record),
+            relaxed: false,
+          })
+        : this.query(single, 'claim an intent', context, db).then((r) =>
+            r.rows.length === 1 ? String(r.rows[0].version) : undefined,
+          )
       ).catch((error) => {
         throw keyTaken(error, context) ?? error;
       });
-      if (inserted.rows.length === 1) {
-        this.#remember({ record, version: String(inserted.rows[0].version) });
+      if (version !== undefined) {
+        this.#remember({ record, version });
         return { record: { ...record }, created: true };
       }
       const existing = await this.#read(record.scope, record.name, db);
@@ -180,25 +205,47 @@ export class PostgresStore implements Store {
         return current && { ...current.record };
       }
       const record = validRecord(next, scope, name);
-      const result = await this.query(
-        current
-          ? {
-              name: relaxed ? 'oncely_cas_relaxed' : 'oncely_cas',
-              text: casSql(relaxed),
-              values: [...recordValues(record), current.version, current.record.key, current.record.createdAt],
-            }
-          : {
-              name: relaxed ? 'oncely_claim_relaxed' : 'oncely_claim',
-              text: insertSql(relaxed),
-              values: recordValues(record),
-            },
-        'update an intent',
-        context,
-      ).catch((error) => {
-        throw keyTaken(error, context) ?? error;
-      });
-      if (result.rows.length === 1) {
-        this.#remember({ record, version: String(result.rows[0].version) });
+      const row = recordRow(record);
+      const version = await this.#writes
+        .write(
+          current
+            ? {
+                kind: 'cas',
+                id: intentId(scope, name),
+                single: {
+                  name: relaxed ? 'oncely_cas_relaxed' : 'oncely_cas',
+                  text: casSql(relaxed),
+                  values: [...recordValues(record), current.version, current.record.key, current.record.createdAt],
+                },
+                what: 'update an intent',
+                context,
+                row: {
+                  ...row,
+                  seen_version: current.version,
+                  seen_key: current.record.key,
+                  seen_created_at: current.record.createdAt,
+                },
+                relaxed,
+              }
+            : {
+                kind: 'insert',
+                id: intentId(scope, name),
+                single: {
+                  name: relaxed ? 'oncely_claim_relaxed' : 'oncely_claim',
+                  text: insertSql(relaxed),
+                  values: recordValues(record),
+                },
+                what: 'update an intent',
+                context,
+                row,
+                relaxed,
+              },
+        )
+        .catch((error) => {
+          throw keyTaken(error, context) ?? error;
+        });
+      if (version !== undefined) {
+        this.#remember({ record, version });
         return { ...record };
       }
       // Another writer got in first: run the updater again on what is stored now.
@@ -269,9 +316,10 @@ export class PostgresStore implements Store {
   }
 
   /**
-   * Bounded batches over the partial sweep index, oldest first; rows another transaction
-   * holds are skipped (`SKIP LOCKED`) and left for the next sweep. Without `limit`, batches
-   * of 1,000 until none is due.
+   * Bounded batches of 500 over the partial sweep index, oldest first; rows another
+   * transaction holds are skipped (`SKIP LOCKED`) and left for the next sweep. Without
+   * `limit`, until none is due. Its commits do not wait for the WAL flush: a delete lost in
+   * a crash is done again by the next sweep, and any later write's flush carries it.
    */
   async sweep(scope: string, now: number, options: SweepOptions = {}): Promise<number> {
     const limit = options.limit;
@@ -279,7 +327,7 @@ export class PostgresStore implements Store {
       throw new InvalidArgumentError('sweep limit must be a non-negative integer.', { scope });
     let removed = 0;
     for (;;) {
-      const batch = Math.min(SWEEP_BATCH, limit === undefined ? SWEEP_BATCH : limit - removed);
+      const batch = Math.min(SWEEP_STEP, limit === undefined ? SWEEP_STEP : limit - removed);
       if (batch <= 0) return removed;
       const result = await this.query(
         {
@@ -288,7 +336,8 @@ export class PostgresStore implements Store {
           text: `WITH due AS MATERIALIZED (
                    SELECT name FROM oncely_intents WHERE scope = $1 AND ${SWEEPABLE} AND sweep_after < $2
                    ORDER BY sweep_after LIMIT $3 FOR UPDATE SKIP LOCKED)
-                 DELETE FROM oncely_intents t USING due WHERE t.scope = $1 AND t.name = due.name`,
+                 DELETE FROM oncely_intents t USING due WHERE t.scope = $1 AND t.name = due.name
+                 RETURNING ${RELAXED}`,
           values: [scope, now, batch],
         },
         'sweep intents',

@@ -25,6 +25,15 @@ export function recordValues(record: IntentRecord): unknown[] {
   ];
 }
 
+/** The 12 record columns, without the version. */
+const ROW_COLUMNS = RECORD_COLUMNS.split(', ').slice(0, 12);
+
+/** A record as a row of a group write (column names as keys), for `json_to_recordset`. */
+export function recordRow(record: IntentRecord): Record<string, unknown> {
+  const values = recordValues(record);
+  return Object.fromEntries(ROW_COLUMNS.map((column, i) => [column, values[i]]));
+}
+
 /** `bigint` columns arrive as strings unless the app set a type parser: accept both. */
 const num = (value: unknown): number | undefined =>
   value === null || value === undefined ? undefined : typeof value === 'number' ? value : Number(value);

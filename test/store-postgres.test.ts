@@ -5,29 +5,35 @@ import { settleIntent } from '../postgres/reconcile.js';
 import { drainOnce } from '../postgres/worker.js';
 import { createClient } from '../src/client.js';
 import { IntentGoneError, InvalidArgumentError, InvalidKeyError, StoreError } from '../src/errors.js';
+import type { IntentRecord } from '../src/store/store.js';
 import { useTestDatabase } from './postgres/database.js';
 import { intentRecord, runStoreConformance } from './store-conformance.js';
 
 const db = useTestDatabase();
 
-runStoreConformance('PostgresStore', async () => {
-  await db.reset();
-  const pool = db.pool({ max: 4 });
-  return {
-    store: new PostgresStore({ pool }),
-    reopen: async () => new PostgresStore({ pool: db.pool({ max: 4 }) }),
-    claimRolledBack: async (store, record) => {
-      const client = await pool.connect();
-      try {
-        await client.query('BEGIN');
-        await store.claim(record, { transaction: client });
-        await client.query('ROLLBACK');
-      } finally {
-        client.release();
-      }
-    },
-  };
-});
+function conformance(label: string, options: { writeConcurrency?: number } = {}) {
+  runStoreConformance(label, async () => {
+    await db.reset();
+    const pool = db.pool({ max: 4 });
+    return {
+      store: new PostgresStore({ pool, ...options }),
+      reopen: async () => new PostgresStore({ pool: db.pool({ max: 4 }), ...options }),
+      claimRolledBack: async (store, record) => {
+        const client = await pool.connect();
+        try {
+          await client.query('BEGIN');
+          await store.claim(record, { transaction: client });
+          await client.query('ROLLBACK');
+        } finally {
+          client.release();
+        }
+      },
+    };
+  });
+}
+conformance('PostgresStore');
+// Every write that waits for another goes in a group statement: the suite again, grouped.
+conformance('PostgresStore, writes grouped (writeConcurrency 1)', { writeConcurrency: 1 });
 
 describe('PostgresStore: schema', () => {
   it('migrate() is idempotent and reports the version', async () => {
@@ -274,6 +280,52 @@ describe('PostgresStore: bounded sweeps', () => {
   });
 });
 
+describe('PostgresStore: sweeps in steps of 500', () => {
+  it('a limit across steps stops at the limit; pending intents and other scopes are never swept', async () => {
+    await db.reset();
+    // 1,200 due in u1 (updated at 0…1,199), and due-by-time rows that must stay: pending ones
+    // in u1 among them, and another scope's settled ones.
+    await db.admin.query(
+      `INSERT INTO oncely_intents (scope, name, key, state, attempts, created_at, updated_at, ttl)
+       SELECT 'u1', 'n' || i, 'k' || i, CASE WHEN i % 3 = 0 THEN 'ready' ELSE 'succeeded' END, 1, 0, i, 1
+       FROM generate_series(0, 1199) AS i
+       UNION ALL SELECT 'u1', 'p' || i, 'pk' || i, CASE WHEN i % 2 = 0 THEN 'in_flight' ELSE 'unknown' END, 1, 0, i, 1
+       FROM generate_series(0, 99) AS i
+       UNION ALL SELECT 'u2', 'n' || i, 'k' || i, 'failed', 1, 0, i, 1 FROM generate_series(0, 99) AS i`,
+    );
+    const pool = db.pool({ max: 1 });
+    const store = new PostgresStore({ pool });
+    expect(await store.sweep('u1', 10_000, { limit: 700 })).toBe(700);
+    const left = await store.list('u1', ['ready', 'succeeded']);
+    expect(left).toHaveLength(500);
+    expect(Math.min(...left.map((r) => r.updatedAt))).toBe(700); // oldest first
+    expect(await store.sweep('u1', 10_000)).toBe(500);
+    expect(await store.sweep('u1', 10_000)).toBe(0);
+    expect(await store.list('u1')).toHaveLength(100);
+    expect((await store.list('u1')).every((r) => r.state === 'in_flight' || r.state === 'unknown')).toBe(true);
+    expect(await store.list('u2')).toHaveLength(100);
+    // Its commits skip the WAL flush for their own transaction only.
+    expect((await pool.query('SHOW synchronous_commit')).rows[0].synchronous_commit).toBe('on');
+  });
+
+  it('skips rows another transaction holds and leaves them for the next sweep', async () => {
+    await db.reset();
+    const store = new PostgresStore({ pool: db.pool({ max: 2 }) });
+    for (const name of ['a', 'b', 'c']) await store.claim(intentRecord('u1', name, { updatedAt: 0, ttl: 1 }));
+    const holder = await db.admin.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query("SELECT 1 FROM oncely_intents WHERE scope = 'u1' AND name = 'b' FOR UPDATE");
+      expect(await store.sweep('u1', 10)).toBe(2);
+      await holder.query('COMMIT');
+    } finally {
+      holder.release();
+    }
+    expect((await store.list('u1')).map((r) => r.name)).toEqual(['b']);
+    expect(await store.sweep('u1', 10)).toBe(1);
+  });
+});
+
 describe('PostgresStore: the worker queue', () => {
   const NOW = 1_700_000_100_000;
 
@@ -381,5 +433,115 @@ describe('PostgresStore: client.send() in two round trips', () => {
     expect(statements).toEqual(['INSERT', 'UPDATE']);
     expect(states).toEqual(['in_flight']);
     expect(await store.get('default', 'payout:s1')).toMatchObject({ state: 'succeeded', key: response.key });
+  });
+});
+
+describe('PostgresStore: group writes', () => {
+  /** A store that records the name of each statement it runs. */
+  function counting(options: { writeConcurrency: number; max?: number }) {
+    const names: string[] = [];
+    class Counting extends PostgresStore {
+      override query(...args: Parameters<PostgresStore['query']>) {
+        names.push(String(args[0].name ?? args[0].text.trim().split(/\s+/)[0]));
+        return super.query(...args);
+      }
+    }
+    return { names, store: new Counting({ pool: db.pool({ max: options.max ?? 4 }), ...options }) };
+  }
+  const attemptsPlusOne = (c: IntentRecord | undefined) => c && { ...c, attempts: c.attempts + 1 };
+
+  it('writes that wait for a running one go as one statement; each is answered as if alone', async () => {
+    await db.reset();
+    const { names, store } = counting({ writeConcurrency: 1 });
+    const claims = await Promise.all(Array.from({ length: 20 }, (_, i) => store.claim(intentRecord('g', `n${i}`))));
+    expect(claims.every((c) => c.created)).toBe(true);
+    expect(names.filter((n) => n === 'oncely_claim').length).toBeGreaterThanOrEqual(1);
+    expect(names.filter((n) => n === 'oncely_group_insert').length).toBeGreaterThanOrEqual(1);
+    expect(names.length).toBeLessThan(20);
+    expect((await store.list('g')).map((r) => r.key).sort()).toEqual(claims.map((c) => c.record.key).sort());
+    // Claims of intents formed before: nothing inserted, each reads the stored record back.
+    const again = await Promise.all(
+      Array.from({ length: 5 }, (_, i) => store.claim(intentRecord('g', `n${i}`, { key: `other-${i}` }))),
+    );
+    expect(again.map((c) => [c.created, c.record.key])).toEqual(
+      Array.from({ length: 5 }, (_, i) => [false, `key-g-n${i}`]),
+    );
+    names.length = 0;
+    const updated = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => store.update('g', `n${i}`, attemptsPlusOne, { durability: 'relaxed' })),
+    );
+    expect(updated.every((r) => r?.attempts === 1)).toBe(true);
+    expect(names).toContain('oncely_group_cas_relaxed');
+    expect(names.length).toBeLessThan(20);
+    expect((await store.list('g')).every((r) => r.attempts === 1)).toBe(true);
+  });
+
+  it('two writes of one intent never share a statement (no update is lost)', async () => {
+    await db.reset();
+    const { store } = counting({ writeConcurrency: 1 });
+    await store.claim(intentRecord('g', 'x'));
+    await store.claim(intentRecord('g', 'y'));
+    await Promise.all([
+      ...Array.from({ length: 10 }, () => store.update('g', 'x', attemptsPlusOne)),
+      ...Array.from({ length: 10 }, () => store.update('g', 'y', attemptsPlusOne)),
+    ]);
+    expect((await store.get('g', 'x'))?.attempts).toBe(10);
+    expect((await store.get('g', 'y'))?.attempts).toBe(10);
+  });
+
+  it('a row whose compare-and-set fails in a group runs its updater again on the stored record', async () => {
+    await db.reset();
+    const { names, store } = counting({ writeConcurrency: 1 });
+    for (const name of ['a', 'b', 'c']) await store.claim(intentRecord('g', name));
+    // Another machine moves b on: this store's remembered version of b is stale.
+    await new PostgresStore({ pool: db.admin }).update('g', 'b', (c) => c && { ...c, attempts: 5 });
+    names.length = 0;
+    const seen: number[] = [];
+    await Promise.all([
+      store.update('g', 'a', attemptsPlusOne),
+      store.update('g', 'c', attemptsPlusOne),
+      store.update('g', 'b', (c) => {
+        seen.push(c!.attempts);
+        return attemptsPlusOne(c);
+      }),
+    ]);
+    expect(names).toContain('oncely_group_cas');
+    expect(seen).toEqual([0, 5]);
+    expect((await store.list('g')).map((r) => [r.name, r.attempts])).toEqual([
+      ['a', 1],
+      ['b', 6],
+      ['c', 1],
+    ]);
+  });
+
+  it('a group the server refuses (one key taken twice) is written one by one: one claim wins, the other is told', async () => {
+    await db.reset();
+    const { names, store } = counting({ writeConcurrency: 1 });
+    const results = await Promise.allSettled([
+      store.claim(intentRecord('g', 'first')),
+      store.claim(intentRecord('g', 'p', { key: 'same' })),
+      store.claim(intentRecord('g', 'q', { key: 'same' })),
+    ]);
+    expect(names).toContain('oncely_group_insert');
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected']);
+    expect((results[2] as PromiseRejectedResult).reason).toBeInstanceOf(InvalidKeyError);
+    expect((await store.list('g')).map((r) => [r.name, r.key])).toEqual([
+      ['first', 'key-g-first'],
+      ['p', 'same'],
+    ]);
+  });
+
+  it('a relaxed group sets synchronous_commit for its own transaction only', async () => {
+    await db.reset();
+    const pool = db.pool({ max: 1 });
+    const store = new PostgresStore({ pool, writeConcurrency: 1 });
+    await Promise.all(['a', 'b', 'c'].map((n) => store.claim(intentRecord('g', n))));
+    await Promise.all(['a', 'b', 'c'].map((n) => store.update('g', n, attemptsPlusOne, { durability: 'relaxed' })));
+    expect((await pool.query('SHOW synchronous_commit')).rows[0].synchronous_commit).toBe('on');
+  });
+
+  it('refuses a writeConcurrency that is not a positive integer', () => {
+    for (const writeConcurrency of [0, -1, 1.5, Number.NaN])
+      expect(() => new PostgresStore({ pool: db.admin, writeConcurrency })).toThrow(InvalidArgumentError);
   });
 });

@@ -1,0 +1,173 @@
+/**
+ * Group writes: while `limit` write statements of a store are running, the claims and
+ * compare-and-sets asked for meanwhile wait, and go as one statement when one finishes —
+ * one round trip, one parse and one commit for many intents. A lone writer never waits
+ * (its statement is the single one it always was). Under load the server's per-statement
+ * CPU, not the rows, is what a request costs; see docs/postgres.md.
+ */
+import type { QueryConfig, QueryResultLike } from './database.js';
+
+export type WriteKind = 'insert' | 'cas';
+
+export interface GroupWrite {
+  kind: WriteKind;
+  /** intentId: two writes of one intent never share a statement, nor run at once. */
+  id: string;
+  /** The single statement (prepared, as written alone), what it does and for which intent. */
+  single: QueryConfig;
+  what: string;
+  context: { scope: string; intent: string };
+  /** This write's row of the group statement (its fields named as in {@link groupSql}). */
+  row: Record<string, unknown>;
+  relaxed: boolean;
+}
+
+/** Runs a statement (time-bounded, failures as `StoreError`s with the driver's error as cause). */
+export type Run = (
+  config: QueryConfig,
+  what: string,
+  context: { scope?: string; intent?: string },
+) => Promise<QueryResultLike>;
+
+interface Waiting {
+  write: GroupWrite;
+  resolve(version: string | undefined): void;
+  reject(error: unknown): void;
+}
+
+/** Most writes in one statement. */
+const GROUP_MAX = 64;
+const RELAXED = `set_config('synchronous_commit', 'off', true)`;
+const COLUMNS =
+  'scope text, name text, key text, state text, fingerprint text, attempts integer, created_at bigint, updated_at bigint, ttl bigint, status integer, lease_owner text, lease_until bigint';
+const NAMES =
+  'scope, name, key, state, fingerprint, attempts, created_at, updated_at, ttl, status, lease_owner, lease_until';
+
+/**
+ * The rows travel as one JSON parameter (any driver passes text; no array encoding),
+ * sorted by (scope, name) so that concurrent groups lock rows in one order.
+ */
+function groupSql(kind: WriteKind, relaxed: boolean): string {
+  const returning = `RETURNING t.scope, t.name, t.version${relaxed ? `, ${RELAXED}` : ''}`;
+  if (kind === 'insert')
+    return `INSERT INTO oncely_intents AS t (${NAMES})
+            SELECT ${NAMES} FROM json_to_recordset($1::json) AS v(${COLUMNS})
+            ON CONFLICT (scope, name) DO NOTHING ${returning}`;
+  // The identity (key, created_at) and version each write saw, as in the single compare-and-set.
+  return `UPDATE oncely_intents t SET key = v.key, state = v.state, fingerprint = v.fingerprint,
+            attempts = v.attempts, created_at = v.created_at, updated_at = v.updated_at, ttl = v.ttl,
+            status = v.status, lease_owner = v.lease_owner, lease_until = v.lease_until, version = t.version + 1
+          FROM json_to_recordset($1::json) AS v(${COLUMNS}, seen_version bigint, seen_key text, seen_created_at bigint)
+          WHERE t.scope = v.scope AND t.name = v.name AND t.version = v.seen_version
+            AND t.key = v.seen_key AND t.created_at = v.seen_created_at
+          ${returning}`;
+}
+
+/**
+ * The group statement failed on its data and rolled back (SQLSTATE classes 22 data
+ * exception, 23 integrity violation, 40 rollback: a deadlock with another machine's group):
+ * written alone, its rows may succeed. Under a `StoreError`, the driver's error is the cause.
+ */
+const rolledBackOnData = (error: unknown): boolean => {
+  const code = (error as { cause?: { code?: unknown } } | undefined)?.cause?.code;
+  return typeof code === 'string' && /^(22|23|40)[0-9A-Z]{3}$/.test(code);
+};
+
+export class GroupWrites {
+  readonly #run: Run;
+  readonly #limit: number;
+  #running = 0;
+  /** Intents with a write in a running statement. */
+  readonly #busy = new Set<string>();
+  #queue: Waiting[] = [];
+
+  constructor(run: Run, limit: number) {
+    this.#run = run;
+    this.#limit = limit;
+  }
+
+  /** Resolves with the row's new version, or `undefined` when no row was written (conflict, CAS lost). */
+  write(write: GroupWrite): Promise<string | undefined> {
+    return new Promise((resolve, reject) => {
+      this.#queue.push({ write, resolve, reject });
+      this.#pump();
+    });
+  }
+
+  #pump(): void {
+    while (this.#running < this.#limit && this.#queue.length > 0) {
+      const group = this.#take();
+      if (group.length === 0) return; // every waiting write's intent is busy: the statement ending it pumps again
+      this.#running++;
+      for (const w of group) this.#busy.add(w.write.id);
+      void this.#send(group).finally(() => {
+        this.#running--;
+        for (const w of group) this.#busy.delete(w.write.id);
+        this.#pump();
+      });
+    }
+  }
+
+  /** The oldest waiting write whose intent is idle, and the waiting writes of its kind that can join it. */
+  #take(): Waiting[] {
+    const group: Waiting[] = [];
+    const ids = new Set<string>();
+    const rest: Waiting[] = [];
+    for (const waiting of this.#queue) {
+      const { id, kind } = waiting.write;
+      if (group.length < GROUP_MAX && !this.#busy.has(id) && !ids.has(id) && (group[0]?.write.kind ?? kind) === kind) {
+        group.push(waiting);
+        ids.add(id);
+      } else rest.push(waiting);
+    }
+    this.#queue = rest;
+    return group;
+  }
+
+  async #send(group: Waiting[]): Promise<void> {
+    if (group.length === 1) return this.#alone(group[0]!);
+    const sorted = [...group].sort((a, b) => compare(a.write.row, b.write.row));
+    const relaxed = group.every((w) => w.write.relaxed);
+    let result: QueryResultLike;
+    try {
+      result = await this.#run(
+        {
+          name: `oncely_group_${group[0]!.write.kind}${relaxed ? '_relaxed' : ''}`,
+          text: groupSql(group[0]!.write.kind, relaxed),
+          values: [JSON.stringify(sorted.map((w) => w.write.row))],
+        },
+        'write intents',
+        { scope: group[0]!.write.context.scope },
+      );
+    } catch (error) {
+      // Refused for one row's data (a key taken twice): each write alone, in the order asked,
+      // each with its own answer. Anything else (a timeout, a lost connection) fails them
+      // all, as it would a single write.
+      if (rolledBackOnData(error)) for (const w of group) await this.#alone(w);
+      else for (const w of group) w.reject(error);
+      return;
+    }
+    const versions = new Map<string, string>();
+    for (const row of result.rows) versions.set(JSON.stringify([row.scope, row.name]), String(row.version));
+    for (const w of group) w.resolve(versions.get(JSON.stringify([w.write.row.scope, w.write.row.name])));
+  }
+
+  async #alone(waiting: Waiting): Promise<void> {
+    try {
+      const { single, what, context } = waiting.write;
+      const result = await this.#run(single, what, context);
+      waiting.resolve(result.rows.length === 1 ? String(result.rows[0].version) : undefined);
+    } catch (error) {
+      waiting.reject(error);
+    }
+  }
+}
+
+const compare = (a: Record<string, unknown>, b: Record<string, unknown>): number => {
+  const sa = String(a.scope);
+  const sb = String(b.scope);
+  if (sa !== sb) return sa < sb ? -1 : 1;
+  const na = String(a.name);
+  const nb = String(b.name);
+  return na < nb ? -1 : na > nb ? 1 : 0;
+};
