@@ -45,7 +45,7 @@ class CommitThenReject {
  */
 export const commitChannel = channel('oncely:sqlite:commit');
 
-/** Writes in one commit at most: bounds how long one commit holds the event loop. */
+/** Writes in one commit at most: bounds how long one commit holds the database thread's loop. */
 const MAX_BATCH = 256;
 const FIRST_RETRY_MS = 1;
 const MAX_RETRY_MS = 25;
@@ -61,6 +61,10 @@ export interface CommitQueueOptions {
   wrap: (error: unknown) => unknown;
   /** Called after each commit. */
   committed?: () => void;
+  /** Called inside each transaction, before its commit (a test's stuck disk). */
+  committing?: () => void;
+  /** Called after each sync of the WAL. */
+  synced?: () => void;
 }
 
 export class CommitQueue {
@@ -126,6 +130,11 @@ export class CommitQueue {
       throw error;
     }
     await this.#wal.datasync();
+  }
+
+  /** True while writes wait for their commit: a read must queue behind them to see them. */
+  get busy(): boolean {
+    return this.#waiting.length > 0 || this.#scheduled;
   }
 
   /** Resolves once nothing is waiting for a commit or a sync. */
@@ -223,6 +232,7 @@ export class CommitQueue {
     }
     if (aborted === undefined && db.isTransaction) {
       try {
+        this.#options.committing?.();
         sql.commit.run();
       } catch (error) {
         aborted = error;
@@ -263,6 +273,7 @@ export class CommitQueue {
     this.#syncWal()
       .then(
         () => {
+          this.#options.synced?.();
           for (const fn of settle) fn();
         },
         (error: unknown) => {
