@@ -142,8 +142,10 @@ export class SqliteStore implements Store, ObservableStore {
 
   /**
    * Read-modify-write, atomic across processes: `updater` runs on this thread over the
-   * row as last seen, and its result is stored only if the row is unchanged (compared on
-   * its whole stored text, key included); otherwise it runs again over the row found.
+   * row as last seen (or as empty when never seen), and its result is stored only if the
+   * row is unchanged (compared on its whole stored text, key included); otherwise it runs
+   * again over the row found. An updater that writes nothing over a row not just read
+   * runs again after a read, unless the row was as it saw it.
    */
   async update(
     scope: string,
@@ -152,13 +154,10 @@ export class SqliteStore implements Store, ObservableStore {
     options: WriteOptions = {},
   ): Promise<IntentRecord | undefined> {
     const strict = options.durability !== 'relaxed';
-    let seen = this.#seen.get(rowId(scope, name));
+    // Not seen yet: guessed empty (what a one-step send meets), which the write checks.
+    let seen: SeenRow = this.#seen.get(rowId(scope, name)) ?? {};
     let fresh = false;
     for (;;) {
-      if (!seen) {
-        seen = await this.#read(scope, name, true);
-        fresh = true;
-      }
       const next = updater(seen.record && { ...seen.record });
       if (next === undefined) {
         if (fresh) break;
