@@ -3,7 +3,7 @@
  * (raw append + fdatasync one record at a time and 64 at a time, SqliteStore claims
  * sequential and at concurrency 64, interleaved in rounds, same disk, same run) and turns
  * its per-round rates into per-round ratios; then bench/sqlite-block.ts (how long one
- * commit holds the event loop, 4 processes writing to one database).
+ * commit holds the main thread's event loop, 4 processes writing to one database).
  */
 import { execFile } from 'node:child_process';
 import path from 'node:path';
@@ -43,6 +43,9 @@ export interface BlockResult {
   cpuP50Ms: number;
   cpuP99Ms: number;
   cpuMaxMs: number;
+  loopDelayP99Ms: number;
+  loopDelayMaxMs: number;
+  workerCommitP99Ms: number;
 }
 
 async function lastJson<T>(script: string, args: string[], tag: string): Promise<T> {
@@ -95,7 +98,8 @@ export function claimsRows(c: ClaimsResult): string[][] {
       `event-loop block per commit, ${c.block.processes} processes (p99 / max)`,
       `${c.block.p99Ms.toFixed(2)} / ${c.block.maxMs.toFixed(1)} ms`,
       `p50 ${c.block.p50Ms.toFixed(2)} ms over ${c.block.commits} commits, ${Math.round(c.block.writesPerSecond)} writes/s; ` +
-        `thread CPU p50 ${c.block.cpuP50Ms.toFixed(2)} / p99 ${c.block.cpuP99Ms.toFixed(2)} / max ${c.block.cpuMaxMs.toFixed(1)} ms`,
+        `main-thread CPU p50 ${c.block.cpuP50Ms.toFixed(2)} / p99 ${c.block.cpuP99Ms.toFixed(2)} / max ${c.block.cpuMaxMs.toFixed(1)} ms; ` +
+        `loop delay p99 ${c.block.loopDelayP99Ms.toFixed(1)} / max ${c.block.loopDelayMaxMs.toFixed(1)} ms; commit on the database thread p99 ${c.block.workerCommitP99Ms.toFixed(2)} ms`,
     ],
   ];
 }

@@ -2,7 +2,9 @@
  * Section 1: what oncely adds per request. Bare ky POST against oncely POST (a new
  * intent per request: `await (await client.intent(name)).post(...)`, i.e. claim, mark in
  * flight, send, settle) with the memory store and with the default Node store (SQLite),
- * sequentially and at concurrency 64, against a node:http server in another process.
+ * and `client.send(name, 'POST', …)` on SQLite (the claim folded into the in_flight
+ * write: one synced write before the request instead of two), sequentially and at
+ * concurrency 64, against a node:http server in another process.
  *
  * The machine is shared and noisy, so variants are interleaved finely: a round is split
  * into blocks, and each block runs every variant in turn (rotating the order). A round's
@@ -26,10 +28,10 @@ export interface OverheadOptions {
   concurrency: number;
 }
 
-type Variant = 'ky' | 'memory' | 'disk';
-const VARIANTS: Variant[] = ['ky', 'memory', 'disk'];
-type Store = 'memory' | 'disk';
-const STORES: Store[] = ['memory', 'disk'];
+type Variant = 'ky' | 'memory' | 'disk' | 'send';
+const VARIANTS: Variant[] = ['ky', 'memory', 'disk', 'send'];
+type Store = 'memory' | 'disk' | 'send';
+const STORES: Store[] = ['memory', 'disk', 'send'];
 
 export interface OverheadMode {
   concurrency: number;
@@ -77,8 +79,11 @@ async function runner(variant: Variant, baseUrl: string, tag: string): Promise<R
     run: (first, count, concurrency) =>
       timed(() =>
         inParallel(count, concurrency, async (i) => {
-          const intent = await client.intent(`${tag}:${first + i}`);
-          const res = await intent.post('ok', { json: payload });
+          const name = `${tag}:${first + i}`;
+          const res =
+            variant === 'send'
+              ? await client.send(name, 'POST', 'ok', { json: payload })
+              : await (await client.intent(name)).post('ok', { json: payload });
           if (res.status !== 201) throw new Error(`unexpected ${res.status}`);
         }),
       ),
@@ -99,8 +104,8 @@ async function round(
 ) {
   const runners = {} as Record<Variant, Runner>;
   for (const variant of VARIANTS) runners[variant] = await runner(variant, baseUrl, `${tag}-${variant}`);
-  const wall: Record<Variant, number> = { ky: 0, memory: 0, disk: 0 };
-  const cpu: Record<Variant, number> = { ky: 0, memory: 0, disk: 0 };
+  const wall: Record<Variant, number> = { ky: 0, memory: 0, disk: 0, send: 0 };
+  const cpu: Record<Variant, number> = { ky: 0, memory: 0, disk: 0, send: 0 };
   const size = Math.ceil(requests / blocks);
   try {
     for (let b = 0; b < blocks; b++) {
@@ -122,10 +127,10 @@ export async function measureOverhead(server: ServerProcess, options: OverheadOp
   for (const concurrency of [1, options.concurrency]) {
     // Warm-up: JIT, connection pool, page cache.
     await round(server.baseUrl, 300, 1, concurrency, `warm-c${concurrency}`, 0);
-    const times: Record<Variant, number[]> = { ky: [], memory: [], disk: [] };
-    const cpus: Record<Variant, number[]> = { ky: [], memory: [], disk: [] };
-    const ratios: Record<Store, number[]> = { memory: [], disk: [] };
-    const cpuRatios: Record<Store, number[]> = { memory: [], disk: [] };
+    const times: Record<Variant, number[]> = { ky: [], memory: [], disk: [], send: [] };
+    const cpus: Record<Variant, number[]> = { ky: [], memory: [], disk: [], send: [] };
+    const ratios: Record<Store, number[]> = { memory: [], disk: [], send: [] };
+    const cpuRatios: Record<Store, number[]> = { memory: [], disk: [], send: [] };
     for (let r = 0; r < options.rounds; r++) {
       const { wall, cpu } = await round(
         server.baseUrl,
@@ -150,9 +155,9 @@ export async function measureOverhead(server: ServerProcess, options: OverheadOp
       concurrency,
       requests: options.requests,
       perRequestMs: med(times),
-      ratio: { memory: spread(ratios.memory), disk: spread(ratios.disk) },
+      ratio: { memory: spread(ratios.memory), disk: spread(ratios.disk), send: spread(ratios.send) },
       cpuPerRequestUs: med(cpus),
-      cpuRatio: { memory: spread(cpuRatios.memory), disk: spread(cpuRatios.disk) },
+      cpuRatio: { memory: spread(cpuRatios.memory), disk: spread(cpuRatios.disk), send: spread(cpuRatios.send) },
     });
   }
   return modes;
@@ -168,6 +173,7 @@ export function overheadRows(modes: OverheadMode[]): string[][] {
     return [
       [`HTTP ${label}: memory store / bare ky`, fmtRatio(m.ratio.memory), detail('memory')],
       [`HTTP ${label}: default Node store (SQLite) / bare ky`, fmtRatio(m.ratio.disk), detail('disk')],
+      [`HTTP ${label}: SQLite, client.send() / bare ky`, fmtRatio(m.ratio.send), detail('send')],
     ];
   });
 }

@@ -91,8 +91,12 @@ try {
     });
     results.overhead = modes;
     const targets = [
-      [le(modes[0]!.ratio.memory.median, 1.1), le(modes[0]!.ratio.disk.median, 2)],
-      [le(modes[1]!.ratio.memory.median, 1.1), le(modes[1]!.ratio.disk.median, 1.1)],
+      [le(modes[0]!.ratio.memory.median, 1.1), le(modes[0]!.ratio.disk.median, 2), le(modes[0]!.ratio.send.median, 2)],
+      [
+        le(modes[1]!.ratio.memory.median, 1.1),
+        le(modes[1]!.ratio.disk.median, 1.1),
+        le(modes[1]!.ratio.send.median, 1.1),
+      ],
     ];
     overheadRows(modes).forEach(([measure, figure, detail], i) => {
       rows.push({

@@ -1,19 +1,18 @@
 /**
- * Group commit on one SQLite connection: every write submitted during one event-loop
- * turn runs in one `BEGIN IMMEDIATE` transaction (each in its own savepoint, so one
- * failing write does not undo the others) and one commit. When another process holds
- * the write lock (SQLITE_BUSY, `busy_timeout` is 0) the batch is retried from a timer:
- * the event loop never sleeps on a lock.
+ * Group commit on one SQLite connection, run by a SqliteStore's database thread: every
+ * write submitted during one turn of that thread runs in one `BEGIN IMMEDIATE`
+ * transaction (each in its own savepoint, so one failing write does not undo the others)
+ * and one commit. When another process holds the write lock (SQLITE_BUSY, `busy_timeout`
+ * is 0) the batch is retried from a timer: the thread never sleeps on a lock.
  *
  * Commits run with `synchronous=NORMAL`: SQLite writes the WAL to the OS and does not
  * sync it. A strict write resolves once the WAL file has been synced after its commit,
- * by an `fdatasync` on the thread pool (never on the event loop), which also syncs every
- * earlier relaxed commit, of any process. Commits made while a sync runs wait for the
- * next one (pipelined group commit). Frames that left the WAL meanwhile were moved by a
- * checkpoint, which SQLite syncs itself.
+ * by an `fdatasync` on this thread, which also syncs every earlier relaxed commit, of
+ * any process. Writes that arrive during a sync share the next commit. Frames that left
+ * the WAL meanwhile were moved by a checkpoint, which SQLite syncs itself.
  */
 import { channel } from 'node:diagnostics_channel';
-import { type FileHandle, open } from 'node:fs/promises';
+import { closeSync, fdatasyncSync, openSync } from 'node:fs';
 import { StoreError } from '../src/errors.js';
 import { type Db, isBusy } from './sqlite-driver.js';
 
@@ -45,7 +44,7 @@ class CommitThenReject {
  */
 export const commitChannel = channel('oncely:sqlite:commit');
 
-/** Writes in one commit at most: bounds how long one commit holds the event loop. */
+/** Writes in one commit at most: bounds how long one commit holds the database thread's loop. */
 const MAX_BATCH = 256;
 const FIRST_RETRY_MS = 1;
 const MAX_RETRY_MS = 25;
@@ -61,6 +60,10 @@ export interface CommitQueueOptions {
   wrap: (error: unknown) => unknown;
   /** Called after each commit. */
   committed?: () => void;
+  /** Called inside each transaction, before its commit (a test's stuck disk). */
+  committing?: () => void;
+  /** Called after each sync of the WAL. */
+  synced?: () => void;
 }
 
 export class CommitQueue {
@@ -77,7 +80,7 @@ export class CommitQueue {
   #unsyncedFailed: ((error: unknown) => void)[] = [];
   #syncing = false;
   /** The WAL, kept open: SQLite removes it only when its last connection closes, and ours is open. */
-  #wal: FileHandle | undefined;
+  #wal: number | undefined;
 
   readonly #sql;
 
@@ -112,20 +115,30 @@ export class CommitQueue {
   /** Closes the WAL handle once nothing is waiting. */
   async close(): Promise<void> {
     await this.idle();
-    await this.#wal?.close();
+    if (this.#wal !== undefined) closeSync(this.#wal);
     this.#wal = undefined;
   }
 
-  /** `fdatasync` of the WAL through a descriptor of our own: a sync flushes the file, whoever wrote it. */
+  /**
+   * `fdatasync` of the WAL through a descriptor of our own: a sync flushes the file, whoever
+   * wrote it. Synchronous: this runs on the store's own database thread, where a hop to the
+   * thread pool and back would only add latency; writes that arrive meanwhile wait in the
+   * thread's message queue and share the next commit.
+   */
   async #syncWal(): Promise<void> {
     try {
-      this.#wal ??= await open(`${this.#options.file}-wal`, 'r+');
+      this.#wal ??= openSync(`${this.#options.file}-wal`, 'r+');
     } catch (error) {
       // No WAL: everything is in the database file, which SQLite syncs when it checkpoints.
       if ((error as { code?: unknown }).code === 'ENOENT') return;
       throw error;
     }
-    await this.#wal.datasync();
+    fdatasyncSync(this.#wal);
+  }
+
+  /** True while writes wait for their commit: a read must queue behind them to see them. */
+  get busy(): boolean {
+    return this.#waiting.length > 0 || this.#scheduled;
   }
 
   /** Resolves once nothing is waiting for a commit or a sync. */
@@ -223,6 +236,7 @@ export class CommitQueue {
     }
     if (aborted === undefined && db.isTransaction) {
       try {
+        this.#options.committing?.();
         sql.commit.run();
       } catch (error) {
         aborted = error;
@@ -263,6 +277,7 @@ export class CommitQueue {
     this.#syncWal()
       .then(
         () => {
+          this.#options.synced?.();
           for (const fn of settle) fn();
         },
         (error: unknown) => {

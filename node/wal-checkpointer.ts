@@ -11,9 +11,10 @@ import { Worker } from 'node:worker_threads';
 const INTERVAL_MS = 200;
 
 // Plain JavaScript run with `eval`: no module of ours to resolve from the worker (sources or dist alike).
+// `process.getBuiltinModule`, not `require`: eval code is an ES module under `--input-type=module`.
 const WORKER = `
-const { parentPort, workerData } = require('node:worker_threads');
-const sqlite = require('node:sqlite');
+const { parentPort, workerData } = process.getBuiltinModule('node:worker_threads');
+const sqlite = process.getBuiltinModule('node:sqlite');
 const Database = sqlite.Database ?? sqlite.DatabaseSync;
 const db = new Database(workerData.file);
 db.exec('PRAGMA busy_timeout = 0; PRAGMA synchronous = NORMAL');

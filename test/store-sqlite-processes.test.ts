@@ -1,4 +1,5 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
@@ -15,14 +16,19 @@ let worker = '';
 let removeBundle = async () => {};
 beforeAll(async () => {
   const { dir, remove } = await tempStoreDir();
-  worker = path.join(dir, 'store-worker.mjs');
+  worker = path.join(dir, 'store-worker.js');
   removeBundle = remove;
+  // The store's database thread runs its own file, found next to the bundle (as in dist/).
+  await writeFile(path.join(dir, 'package.json'), '{"type":"module"}');
   await build({
-    entryPoints: [source],
+    entryPoints: {
+      'store-worker': source,
+      'sqlite-worker': fileURLToPath(new URL('../node/sqlite-worker.ts', import.meta.url)),
+    },
     bundle: true,
     platform: 'node',
     format: 'esm',
-    outfile: worker,
+    outdir: dir,
     logLevel: 'warning',
   });
 });

@@ -1,0 +1,119 @@
+/**
+ * What crosses between a SqliteStore (main thread) and the thread that owns its database
+ * (`sqlite-worker.ts`): the calls, the answers, and errors as plain data (a structured
+ * clone keeps no class, so each error the caller may narrow on is rebuilt on arrival).
+ */
+import { CorruptRecordError, StoreError } from '../src/errors.js';
+import type { IntentRecord, StoreEvent } from '../src/store/store.js';
+import { StoreFileError, type StoreFileProblem } from './sqlite-schema.js';
+
+/** What the worker is started with. */
+export interface WorkerConfig {
+  dir: string;
+  file: string;
+  fsync: boolean;
+  lockTimeout: number;
+  /** The clock's reading when the worker starts (a FileStore import stamps it). */
+  now: number;
+  /** @internal tests only: [0] = 1 blocks the worker inside its next commit; [1] = 1 ends it after its next commit. */
+  hooks?: SharedArrayBuffer;
+}
+
+/** A row as last read: its record (none for an empty slot) and the exact stored text a conditional write compares on. */
+export interface SeenRow {
+  record?: IntentRecord;
+  text?: string;
+  /** The row is damaged and `record` what it salvages: not quarantined yet. */
+  damaged?: true;
+}
+
+/** The calls, by name: their arguments and what they resolve with. */
+export interface Calls {
+  open: [Record<string, never>, undefined];
+  claim: [{ record: IntentRecord; now: number }, { record: IntentRecord; created: boolean; text: string }];
+  /** `peek`: a damaged row whose key can be salvaged is answered as salvaged, not yet quarantined (an update's write does that). */
+  read: [{ scope: string; name: string; now: number; peek?: boolean }, SeenRow];
+  /** Stores `record` if the row still holds `expected` (null: no row); otherwise answers what it holds. */
+  write: [
+    { scope: string; name: string; record: IntentRecord; expected: string | null; strict: boolean; now: number },
+    { ok: true; text: string } | { ok: false; current: SeenRow },
+  ];
+  delete: [{ scope: string; name: string; key?: string; keepPending?: number }, undefined];
+  list: [{ scope: string; states?: readonly string[]; now: number }, IntentRecord[]];
+  clear: [{ scope: string; keepPending?: number }, undefined];
+  sweep: [{ scope: string; now: number; limit: number }, number];
+  quarantined: [{ scope?: string }, import('./sqlite-rows.js').QuarantinedRecord[]];
+  integrity: [Record<string, never>, string[]];
+}
+export type Op = keyof Calls;
+
+export type ToWorker =
+  /** `timed`: the main thread listens on `oncely:sqlite:commit`, so answers carry the commits' timings. */
+  | { type: 'calls'; calls: { id: number; op: Op; args: unknown }[]; timed: boolean }
+  | { type: 'close' }
+  /** A thread kept from a closed store serves a new one. */
+  | { type: 'open'; config: WorkerConfig };
+
+/** A commit as the worker timed it (wall and its thread's CPU time, ms). */
+export interface CommitTiming {
+  ms: number;
+  cpuMs: number;
+  writes: number;
+}
+
+export type FromWorker =
+  | {
+      type: 'results';
+      /** Quarantines reported by commits before these answers. */
+      events: StoreEvent[];
+      results: ({ id: number; value: unknown } | { id: number; error: WireError })[];
+      commits: CommitTiming[];
+      /** Syncs of the WAL since the last answers. */
+      syncs: number;
+    }
+  /** Sent every second while calls are outstanding: the thread's loop is alive. */
+  | { type: 'alive' }
+  | { type: 'closed' };
+
+export type WireError =
+  | { kind: 'corrupt'; scope: string | undefined; intent: string | undefined; reason: string; location: string }
+  | { kind: 'file'; file: string; problem: StoreFileProblem; message: string }
+  | { kind: 'store'; message: string }
+  | { kind: 'other'; name: string; message: string };
+
+export function toWire(error: unknown): WireError {
+  if (error instanceof CorruptRecordError) {
+    const { scope, intent, reason, location } = error;
+    return { kind: 'corrupt', scope, intent, reason, location };
+  }
+  if (error instanceof StoreFileError) {
+    return { kind: 'file', file: error.file, problem: error.problem, message: error.message };
+  }
+  if (error instanceof StoreError) return { kind: 'store', message: error.message };
+  const e = error instanceof Error ? error : new Error(String(error));
+  return { kind: 'other', name: e.name, message: e.message };
+}
+
+export function fromWire(wire: WireError): Error {
+  switch (wire.kind) {
+    case 'corrupt':
+      return new CorruptRecordError({
+        scope: wire.scope,
+        intent: wire.intent,
+        reason: wire.reason,
+        location: wire.location,
+      });
+    case 'file': {
+      const error = new StoreFileError(wire.file, wire.problem, '');
+      Object.defineProperty(error, 'message', { value: wire.message, writable: true, configurable: true });
+      return error;
+    }
+    case 'store':
+      return new StoreError(wire.message);
+    default: {
+      const error = new Error(wire.message);
+      error.name = wire.name;
+      return error;
+    }
+  }
+}

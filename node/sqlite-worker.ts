@@ -1,0 +1,341 @@
+/**
+ * The worker thread that owns a SqliteStore's database (started by `sqlite-thread.ts`):
+ * it opens the file, runs every statement, the group commit, the WAL's fdatasync and the
+ * checkpoints, so that a slow or stuck disk blocks this thread, never the app's event
+ * loop. It runs plain statements only: an update's closure stays on the main thread,
+ * which sends the result as a conditional write (`write`: stored only if the row still
+ * holds the text the updater saw).
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { OncelyError, StoreError } from '../src/errors.js';
+import { corruptRecordError, type QuarantineMarker, readSlot } from '../src/store/corrupt-records.js';
+import { isPending, isSweepable, SWEEPABLE_STATES } from '../src/store/record-rules.js';
+import { parseRecord } from '../src/store/record-schema.js';
+import type { IntentRecord, IntentState, StoreEvent } from '../src/store/store.js';
+import { CommitQueue, commitChannel, type WriteContext } from './commit-queue.js';
+import { legacyId } from './file-store-import.js';
+import { sqliteCode } from './sqlite-driver.js';
+import { openDatabase, retryWhileBusy } from './sqlite-open.js';
+import type { StoredRow } from './sqlite-rows.js';
+import { fileError } from './sqlite-schema.js';
+import type { Calls, CommitTiming, FromWorker, Op, SeenRow, ToWorker, WorkerConfig } from './sqlite-wire.js';
+import { toWire } from './sqlite-wire.js';
+import { WalCheckpointer } from './wal-checkpointer.js';
+
+/** Commits after which a durable store checkpoints from a thread of its own. */
+const CHECKPOINTER_AFTER = 100;
+
+/** The store this thread serves now: a thread is kept for the next store once one closes. */
+let config = workerData as WorkerConfig;
+let hooks: Int32Array | undefined;
+const port = parentPort!;
+const post = (message: FromWorker) => port.postMessage(message);
+
+function wrap(error: unknown): unknown {
+  if (error instanceof OncelyError) return error;
+  const bad = fileError(config.file, error);
+  if (bad) return bad;
+  const code = (error as { code?: unknown } | null)?.code;
+  if (
+    sqliteCode(error) !== undefined ||
+    (typeof code === 'string' && (code.startsWith('ERR_SQLITE') || code.startsWith('E')))
+  ) {
+    const message = error instanceof Error ? error.message : String(error);
+    return new StoreError(`oncely's database ${config.file} failed: ${message}`, { cause: error });
+  }
+  return error;
+}
+
+const quarantineReason = (reason: string, salvaged: boolean) =>
+  `${reason}; ${salvaged ? 'its key was kept and the intent set to unknown' : 'no usable key: the intent is blocked until it is reconciled and deleted'}`;
+
+const events: StoreEvent[] = [];
+const commits: CommitTiming[] = [];
+let timed = false;
+let syncs = 0;
+commitChannel.subscribe((message) => {
+  if (timed) commits.push(message as CommitTiming);
+});
+
+async function openStore() {
+  hooks = config.hooks && new Int32Array(config.hooks);
+  const { db, rows, imported } = await openDatabase({ ...config, now: () => config.now });
+  for (const { salvaged, ...event } of imported?.quarantined ?? []) {
+    events.push({ type: 'quarantine', ...event, reason: quarantineReason(event.reason, salvaged) });
+  }
+  let checkpointer: WalCheckpointer | undefined;
+  let count = 0;
+  const queue = new CommitQueue(db, {
+    file: config.file,
+    fsync: config.fsync,
+    lockTimeout: config.lockTimeout,
+    wrap,
+    synced: () => {
+      syncs++;
+    },
+    committing: () => {
+      // A test's stuck disk: this thread stops inside the write, holding the lock.
+      while (hooks && Atomics.load(hooks, 0) === 1) Atomics.wait(hooks, 0, 1);
+    },
+    committed: () => {
+      if (hooks && Atomics.compareExchange(hooks, 1, 1, 0) === 1) process.exit(70);
+      // A store that writes a lot checkpoints from a thread of its own (a checkpoint flushes
+      // twice, and commits would wait for it); a short-lived one keeps SQLite's auto-checkpoint.
+      if (++count !== CHECKPOINTER_AFTER || !config.fsync) return;
+      checkpointer = new WalCheckpointer(config.file);
+      db.exec('PRAGMA wal_autocheckpoint = 0');
+    },
+  });
+  const legacy = {
+    blocked: Number(db.prepare('SELECT count(*) AS n FROM legacy_blocked').get()?.n),
+    lookup: db.prepare('SELECT reason, location FROM legacy_blocked WHERE id = ?'),
+    remove: db.prepare('DELETE FROM legacy_blocked WHERE id = ?'),
+  };
+  const close = async () => {
+    await queue.close();
+    await checkpointer?.stop();
+    db.close();
+  };
+  return { db, rows, queue, legacy, close };
+}
+type Opened = Awaited<ReturnType<typeof openStore>>;
+let opening = openStore();
+
+const write = <T>(o: Opened, strict: boolean, run: (context: WriteContext) => T) => o.queue.submit(strict, run);
+const read = <T>(fn: () => T) => retryWhileBusy(fn, config.lockTimeout);
+
+/**
+ * The record in `row`, settling a bad one: quarantined, replaced by its salvaged record
+ * or by a marker that blocks the intent. Throws `CorruptRecordError` for a blocked
+ * intent, unless `throwBlocked` is false (then an empty slot).
+ */
+function settle(
+  context: WriteContext,
+  o: Opened,
+  scope: string,
+  name: string,
+  row: StoredRow | undefined,
+  now: number,
+  throwBlocked = true,
+): SeenRow {
+  const slot = readSlot(row?.value, scope, name, now);
+  if (slot.kind === 'empty') return {};
+  if (slot.kind === 'record') return { record: slot.record, text: row!.text };
+  if (slot.kind === 'blocked') {
+    if (throwBlocked) throw corruptRecordError(scope, name, slot.marker);
+    return { text: row!.text };
+  }
+  const reason = typeof row!.value === 'string' ? 'stored record is not JSON' : slot.reason;
+  const { salvaged } = slot;
+  const location = o.rows.quarantine({ scope, name, reason, at: now, salvagedKey: salvaged?.key, value: row!.text });
+  const marker: QuarantineMarker = { oncely: 'quarantined', reason, location, at: now };
+  o.rows.put(scope, name, salvaged ?? marker);
+  context.afterCommit(() =>
+    events.push({ type: 'quarantine', reason: quarantineReason(reason, !!salvaged), location, scope, name }),
+  );
+  if (salvaged) return { record: { ...salvaged }, text: JSON.stringify(salvaged) };
+  if (throwBlocked) context.failAfterCommit(corruptRecordError(scope, name, marker));
+  return { text: JSON.stringify(marker) };
+}
+
+/** A damaged row whose key can be salvaged, as an update sees it before it is quarantined. */
+function salvage(row: StoredRow | undefined, scope: string, name: string, now: number): SeenRow | undefined {
+  const slot = readSlot(row?.value, scope, name, now);
+  return slot.kind === 'corrupt' && slot.salvaged
+    ? { record: { ...slot.salvaged }, text: row!.text, damaged: true }
+    : undefined;
+}
+
+/** A slot blocked by an unreadable FileStore file becomes a marker row here, and blocks. */
+function checkLegacy(context: WriteContext, o: Opened, scope: string, name: string, now: number): void {
+  if (o.legacy.blocked === 0) return;
+  const id = legacyId(scope, name);
+  const found = o.legacy.lookup.get(id) as { reason: string; location: string } | undefined;
+  if (!found) return;
+  o.legacy.remove.run(id);
+  context.afterCommit(() => {
+    o.legacy.blocked--;
+  });
+  // A row written since the import stands; otherwise the lost key blocks the intent.
+  if (o.rows.read(scope, name)) return;
+  const marker: QuarantineMarker = { oncely: 'quarantined', ...found, at: now };
+  o.rows.put(scope, name, marker);
+  context.failAfterCommit(corruptRecordError(scope, name, marker));
+}
+
+type Handlers = { [K in Op]: (o: Opened, args: Calls[K][0]) => Calls[K][1] | Promise<Calls[K][1]> };
+
+const handlers: Handlers = {
+  open: () => undefined,
+  // Always strict: an acknowledged claim survives a power cut, because the app may act on its key.
+  claim: (o, { record, now }) =>
+    write(o, true, (context) => {
+      checkLegacy(context, o, record.scope, record.name, now);
+      if (o.rows.insert(record)) return { record, created: true, text: JSON.stringify(record) };
+      const found = settle(context, o, record.scope, record.name, o.rows.read(record.scope, record.name), now);
+      // The row cannot vanish inside the transaction; a settled one is a record or a throw.
+      return { record: found.record!, created: false, text: found.text! };
+    }),
+  read: async (o, { scope, name, now, peek }) => {
+    // Behind writes still waiting, a read waits too: a caller's earlier write is seen by its later read.
+    if (o.legacy.blocked === 0 && !o.queue.busy) {
+      const row = await read(() => o.rows.read(scope, name));
+      const slot = readSlot(row?.value, scope, name, now);
+      if (slot.kind === 'empty') return {};
+      if (slot.kind === 'record') return { record: slot.record, text: row!.text };
+      if (slot.kind === 'blocked') throw corruptRecordError(scope, name, slot.marker);
+      if (peek && slot.salvaged) return { record: { ...slot.salvaged }, text: row!.text, damaged: true };
+    }
+    // Relaxed: a quarantine lost in a crash is redone the next time the row is read.
+    return write(o, false, (context) => {
+      checkLegacy(context, o, scope, name, now);
+      const row = o.rows.read(scope, name);
+      return (peek && salvage(row, scope, name, now)) || settle(context, o, scope, name, row, now);
+    });
+  },
+  write: (o, { scope, name, record, expected, strict, now }) =>
+    write(o, strict, (context) => {
+      checkLegacy(context, o, scope, name, now);
+      const row = o.rows.read(scope, name);
+      if ((row?.text ?? null) !== expected) {
+        return { ok: false, current: salvage(row, scope, name, now) ?? settle(context, o, scope, name, row, now) };
+      }
+      // A damaged row the update saw salvaged is set aside now, in the transaction that replaces it.
+      if (row && readSlot(row.value, scope, name, now).kind === 'corrupt')
+        settle(context, o, scope, name, row, now, false);
+      o.rows.put(scope, name, record);
+      return { ok: true, text: JSON.stringify(record) };
+    }),
+  delete: (o, { scope, name, key, keepPending }) =>
+    write(o, true, () => {
+      if (keepPending !== undefined) {
+        const parsed = parseRecord(o.rows.read(scope, name)?.value);
+        // Not a readable record (a quarantine marker) is kept too: its key may have been sent.
+        if (
+          !('record' in parsed) ||
+          isPending(parsed.record, keepPending) ||
+          (key !== undefined && parsed.record.key !== key)
+        )
+          return undefined;
+        o.rows.remove(scope, name);
+        return undefined;
+      }
+      if (key === undefined) {
+        o.rows.remove(scope, name);
+        if (o.legacy.blocked > 0) o.legacy.remove.run(legacyId(scope, name));
+        return undefined;
+      }
+      const parsed = parseRecord(o.rows.read(scope, name)?.value);
+      if ('record' in parsed && parsed.record.key === key) o.rows.remove(scope, name);
+      return undefined;
+    }),
+  list: async (o, { scope, states, now }) => {
+    const rows = await read(() => o.rows.list(scope, states));
+    const records: IntentRecord[] = [];
+    const bad: string[] = [];
+    for (const row of rows) {
+      const slot = readSlot(row.value, scope, row.name, now);
+      if (slot.kind === 'record') records.push(slot.record);
+      else if (slot.kind === 'corrupt') bad.push(row.name);
+    }
+    if (bad.length > 0) {
+      const salvaged = await write(o, false, (context) =>
+        bad.map((name) => settle(context, o, scope, name, o.rows.read(scope, name), now, false).record),
+      );
+      for (const record of salvaged) {
+        if (record && (!states || states.includes(record.state))) records.push(record);
+      }
+    }
+    return records;
+  },
+  clear: (o, { scope, keepPending }) =>
+    write(o, true, () => {
+      o.rows.clear(scope, keepPending);
+      return undefined;
+    }),
+  // Relaxed: a removal lost in a crash only leaves an old record for the next sweep.
+  sweep: (o, { scope, now, limit }) =>
+    write(o, false, (context) => {
+      let removed = 0;
+      let examined = 0;
+      for (const state of SWEEPABLE_STATES) {
+        for (const row of o.rows.sweepable(scope, state as IntentState, now, limit - examined)) {
+          examined++;
+          const { record } = settle(context, o, scope, row.name, row, now, false);
+          if (record && isSweepable(record, now)) {
+            o.rows.remove(scope, row.name);
+            removed++;
+          }
+        }
+        if (examined >= limit) break;
+      }
+      return removed;
+    }),
+  quarantined: (o, { scope }) => read(() => o.rows.quarantined(scope)),
+  integrity: (o) =>
+    read(() =>
+      o.db
+        .prepare('PRAGMA integrity_check')
+        .all()
+        .map((row) => String(Object.values(row)[0])),
+    ),
+};
+
+// Answers go out together, once per turn of this thread: one message per commit, not per call.
+let outbox: ({ id: number; value: unknown } | { id: number; error: ReturnType<typeof toWire> })[] = [];
+let flushing = false;
+let outstanding = 0;
+/** An open that failed is every call's answer; then the thread ends, and the next call starts a new one. */
+let failed = false;
+const watchOpen = () =>
+  opening.catch(() => {
+    failed = true;
+  });
+watchOpen();
+let heartbeat: ReturnType<typeof setInterval> | undefined;
+
+function answer(entry: (typeof outbox)[number]): void {
+  outbox.push(entry);
+  if (--outstanding === 0) {
+    clearInterval(heartbeat);
+    heartbeat = undefined;
+  }
+  if (flushing) return;
+  flushing = true;
+  setImmediate(() => {
+    flushing = false;
+    post({ type: 'results', events: events.splice(0), results: outbox, commits: commits.splice(0), syncs });
+    outbox = [];
+    syncs = 0;
+    if (failed) process.exit(0);
+  });
+}
+
+port.on('message', (message: ToWorker) => {
+  if (message.type === 'close') {
+    void opening
+      .then((o) => o.close())
+      .catch(() => undefined)
+      // After the answers still waiting for their turn (setImmediate runs in order).
+      .finally(() => setImmediate(() => post({ type: 'closed' })));
+    return;
+  }
+  if (message.type === 'open') {
+    config = message.config;
+    opening = openStore();
+    watchOpen();
+    return;
+  }
+  timed = message.timed;
+  outstanding += message.calls.length;
+  // The main thread takes a silent thread with calls outstanding for a stuck one.
+  heartbeat ??= setInterval(() => post({ type: 'alive' }), 1000);
+  for (const { id, op, args } of message.calls) {
+    opening
+      .then((o) => (handlers[op] as (o: Opened, args: unknown) => unknown)(o, args))
+      .then(
+        (value) => answer({ id, value }),
+        (error: unknown) => answer({ id, error: toWire(wrap(error)) }),
+      );
+  }
+});
