@@ -46,6 +46,12 @@ export interface PostgresStoreOptions {
    * @default 4
    */
   writeConcurrency?: number;
+  /**
+   * Most records one `sweep()` removes unless its `limit` says otherwise, so that a sweep
+   * of a large backlog ends within the client's `storeTimeout`; the next call goes on.
+   * @default 5_000
+   */
+  sweepBatch?: number;
 }
 
 const SWEEP_BATCH = 1_000;
@@ -99,6 +105,7 @@ export class PostgresStore implements Store {
    */
   readonly #versions = new Map<string, StoredRecord>();
   readonly #writes: GroupWrites;
+  readonly #sweepBatch: number;
 
   constructor(options: PostgresStoreOptions) {
     if (typeof options?.pool?.query !== 'function')
@@ -109,6 +116,9 @@ export class PostgresStore implements Store {
     const concurrency = options.writeConcurrency ?? 4;
     if (!(Number.isSafeInteger(concurrency) && concurrency >= 1))
       throw new InvalidArgumentError('PostgresStore: `writeConcurrency` must be a positive integer.');
+    this.#sweepBatch = options.sweepBatch ?? 5_000;
+    if (!(Number.isSafeInteger(this.#sweepBatch) && this.#sweepBatch >= 1))
+      throw new InvalidArgumentError('PostgresStore: `sweepBatch` must be a positive integer.');
     this.#writes = new GroupWrites((config, what, context) => this.query(config, what, context), concurrency);
   }
 
@@ -317,17 +327,17 @@ export class PostgresStore implements Store {
 
   /**
    * Bounded batches of 500 over the partial sweep index, oldest first; rows another
-   * transaction holds are skipped (`SKIP LOCKED`) and left for the next sweep. Without
-   * `limit`, until none is due. Its commits do not wait for the WAL flush: a delete lost in
+   * transaction holds are skipped (`SKIP LOCKED`) and left for the next sweep. At most
+   * `limit` (default `sweepBatch`) records per call: the next call goes on. Its commits do not wait for the WAL flush: a delete lost in
    * a crash is done again by the next sweep, and any later write's flush carries it.
    */
   async sweep(scope: string, now: number, options: SweepOptions = {}): Promise<number> {
-    const limit = options.limit;
+    const limit = options.limit ?? this.#sweepBatch;
     if (limit !== undefined && !(Number.isSafeInteger(limit) && limit >= 0))
       throw new InvalidArgumentError('sweep limit must be a non-negative integer.', { scope });
     let removed = 0;
     for (;;) {
-      const batch = Math.min(SWEEP_STEP, limit === undefined ? SWEEP_STEP : limit - removed);
+      const batch = Math.min(SWEEP_STEP, limit - removed);
       if (batch <= 0) return removed;
       const result = await this.query(
         {

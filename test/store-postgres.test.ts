@@ -270,13 +270,18 @@ describe('PostgresStore: bounded sweeps', () => {
     expect((await store.list('u1')).map((r) => r.name)).toEqual(['pending']);
   });
 
-  it('without a limit removes everything due, in batches', async () => {
+  it('without a limit removes up to sweepBatch per call, in steps; the next call goes on', async () => {
     await db.reset();
     await db.admin.query(
       `INSERT INTO oncely_intents (scope, name, key, state, attempts, created_at, updated_at, ttl)
-       SELECT 'u1', 'n' || i, 'k' || i, 'failed', 1, 0, 0, 1 FROM generate_series(1, 2500) AS i`,
+       SELECT 'u1', 'n' || i, 'k' || i, 'failed', 1, 0, 0, 1 FROM generate_series(1, 7500) AS i`,
     );
-    expect(await new PostgresStore({ pool: db.admin }).sweep('u1', 10)).toBe(2500);
+    expect(await new PostgresStore({ pool: db.admin, sweepBatch: 1200 }).sweep('u1', 10)).toBe(1200);
+    const store = new PostgresStore({ pool: db.admin });
+    expect(await store.sweep('u1', 10)).toBe(5000);
+    expect(await store.sweep('u1', 10)).toBe(1300);
+    expect(await store.sweep('u1', 10)).toBe(0);
+    expect(() => new PostgresStore({ pool: db.admin, sweepBatch: 0 })).toThrow(InvalidArgumentError);
   });
 });
 
