@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { PostgresStore } from '../../postgres/postgres-store.js';
 import { StoreError } from '../../src/errors.js';
+import type { IntentRecord } from '../../src/store/store.js';
 import { useTestDatabase } from '../postgres/database.js';
 import { intentRecord } from '../store-conformance.js';
 
@@ -80,7 +81,7 @@ describe('r3: PostgreSQL group writes', () => {
     // b/x changed behind the store's back: its remembered version is stale, its CAS must lose and retry.
     await db.admin.query(`UPDATE oncely_intents SET version = version + 1 WHERE scope = 'b' AND name = 'x'`);
     const runs: string[] = [];
-    const bump = (scope: string) => (r?: { attempts: number }) => {
+    const bump = (scope: string) => (r?: IntentRecord) => {
       runs.push(scope);
       return r && { ...r, attempts: r.attempts + 1, updatedAt: r.attempts + 2 };
     };
