@@ -59,7 +59,7 @@ describe('r3: PostgreSQL group writes', () => {
       const held = store.claim(intentRecord('aaa', 'held')).catch((e: unknown) => e);
       const mine = store.claim(intentRecord('zzz', 'mine')).catch((e: unknown) => e);
       await first;
-      const [a, b] = (await Promise.all([held, mine])) as StoreError[];
+      const [a, b] = (await Promise.all([held, mine])) as [StoreError, StoreError];
       await app.query('ROLLBACK');
       expect(a).toBeInstanceOf(StoreError);
       expect(b).toBeInstanceOf(StoreError);
