@@ -136,6 +136,27 @@ describe('r3: PostgreSQL group writes', () => {
     ]);
   });
 
+  // Held: the group compare-and-set matches identity (key, created_at) as well as version.
+  it('held: a grouped CAS over a remembered row deleted and formed again (same version 1) is refused and rerun', async () => {
+    await db.reset();
+    const store = new PostgresStore({ pool: db.pool({ max: 4 }), writeConcurrency: 1 });
+    await store.claim(intentRecord('s', 'x', { key: 'old-key' }));
+    await store.claim(intentRecord('s', 'y')); // remembered too: both updates are compare-and-sets, in one group
+    await db.admin.query(`DELETE FROM oncely_intents WHERE scope = 's' AND name = 'x'`);
+    await new PostgresStore({ pool: db.admin }).claim(intentRecord('s', 'x', { key: 'new-key' }));
+    const keys: (string | undefined)[] = [];
+    const first = store.claim(intentRecord('s', 'first')); // alone; the two updates group
+    const x = store.update('s', 'x', (r?: IntentRecord) => {
+      keys.push(r?.key);
+      return r?.key === 'old-key' ? { ...r, state: 'in_flight' } : undefined;
+    });
+    const y = store.update('s', 'y', (r?: IntentRecord) => r && { ...r, attempts: r.attempts + 1 });
+    await Promise.all([first, x, y]);
+    expect(keys).toEqual(['old-key', 'new-key']);
+    expect(await store.get('s', 'x')).toMatchObject({ key: 'new-key', state: 'ready' });
+    expect((await y)?.attempts).toBe(1);
+  });
+
   // FAILS (not fixed): a group statement waits for every row lock it needs, so one intent whose
   // row is locked by an open transaction (the app's own `claim(…, { transaction })` not yet
   // committed, a worker's FOR UPDATE) holds every other write of its group, and when that lasts

@@ -32,4 +32,28 @@ describe('r3: SqliteStore remembered rows', () => {
     expect(updated?.key).toBe('key-of-tenant-a0b');
     expect((await store.get('a', 'b\u0000c'))?.attempts).toBe(0);
   });
+
+  // Held: the conditional write compares the whole stored text (key included), so a row
+  // deleted and formed again by another process under the same name refuses the stale handle.
+  it('held: an update over a remembered row that another store deleted and formed again runs on the new row', async () => {
+    const { dir, remove } = await tempStoreDir();
+    const mine = new SqliteStore({ dir, fsync: false });
+    const other = new SqliteStore({ dir, fsync: false });
+    cleanups.push(
+      remove,
+      () => mine.close(),
+      () => other.close(),
+    );
+    await mine.claim(intentRecord('s', 'x', { key: 'old-key' }));
+    await other.delete('s', 'x');
+    await other.claim(intentRecord('s', 'x', { key: 'new-key' }));
+    const keys: (string | undefined)[] = [];
+    const updated = await mine.update('s', 'x', (r?: IntentRecord) => {
+      keys.push(r?.key);
+      return r?.key === 'old-key' ? { ...r, state: 'in_flight' } : undefined;
+    });
+    expect(keys).toEqual(['old-key', 'new-key']);
+    expect(updated).toMatchObject({ key: 'new-key', state: 'ready' });
+    expect(await other.get('s', 'x')).toMatchObject({ key: 'new-key', state: 'ready' });
+  });
 });
