@@ -301,7 +301,8 @@ export class CommitQueue {
       for (const job of batch) job.reject(wrapped);
       return;
     }
-    const now = Date.now();
+    // A monotonic clock: a wall clock stepped back (NTP, a resumed VM) must not stretch the bound.
+    const now = performance.now();
     this.#busySince ??= now;
     if (now - this.#busySince > this.#options.lockTimeout) {
       this.#busySince = undefined;

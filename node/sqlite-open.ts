@@ -14,13 +14,13 @@ const MAX_RETRY_MS = 25;
 
 /** Runs `fn`, and again from a timer while another process holds the lock it needs, up to `lockTimeout` ms. */
 export async function retryWhileBusy<T>(fn: () => T, lockTimeout: number): Promise<T> {
-  const started = Date.now();
+  const started = performance.now(); // monotonic: a wall clock stepped back must not stretch the bound
   let delay = FIRST_RETRY_MS;
   for (;;) {
     try {
       return fn();
     } catch (error) {
-      if (!isBusy(error) || Date.now() - started > lockTimeout) throw error;
+      if (!isBusy(error) || performance.now() - started > lockTimeout) throw error;
     }
     await new Promise((resolve) => setTimeout(resolve, delay * (0.5 + Math.random() / 2)));
     delay = Math.min(MAX_RETRY_MS, delay * 2);

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { StoreError } from '../src/errors.js';
 import { StoreListeners } from '../src/store/listeners.js';
+import { intentId } from '../src/store/record-rules.js';
 import { validRecord } from '../src/store/record-schema.js';
 import type {
   ClaimOptions,
@@ -100,7 +101,7 @@ export class SqliteStore implements Store, ObservableStore {
   readonly #now: () => number;
   readonly #listeners = new StoreListeners();
   readonly #thread: SqliteThread;
-  /** By `scope \0 name`: the row as this store last read or wrote it (a hint: a conditional write checks it). */
+  /** By `intentId(scope, name)`: the row as this store last read or wrote it (a hint: a conditional write checks it). */
   readonly #seen = new Map<string, SeenRow>();
   #closed = false;
 
@@ -259,7 +260,8 @@ export class SqliteStore implements Store, ObservableStore {
   }
 }
 
-const rowId = (scope: string, name: string) => `${scope}\0${name}`;
+/** JSON, not a separator: a scope or name may hold any character, NUL included ('a\0b'/'c' is not 'a'/'b\0c'). */
+const rowId = intentId;
 
 /** Creates a {@link SqliteStore} and opens its database; rejects if it cannot be used. */
 export async function openSqliteStore(options: SqliteStoreOptions = {}): Promise<SqliteStore> {

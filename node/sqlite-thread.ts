@@ -75,6 +75,8 @@ export class SqliteThread {
   #outbox: { id: number; op: Op; args: unknown }[] = [];
   #nextId = 1;
   #heard = 0;
+  /** When the watchdog last ran: a tick far later than CHECK_MS means this thread's own loop was held. */
+  #checked = 0;
   #watchdog: ReturnType<typeof setInterval> | undefined;
   /** Main-thread time spent sending since the last answer (ms), for `oncely:sqlite:commit`. */
   #sendMs = 0;
@@ -102,6 +104,7 @@ export class SqliteThread {
         // Pending calls keep the process alive, as a socket waiting for its answer would.
         worker.ref();
         this.#heard = io.now();
+        this.#checked = this.#heard;
         this.#watchdog ??= io.setInterval(() => this.#check(), CHECK_MS).unref();
       }
       this.#outbox.push({ id, op, args });
@@ -208,7 +211,17 @@ export class SqliteThread {
   }
 
   #check(): void {
-    if (this.#pending.size > 0 && io.now() - this.#heard > this.#stallMs) {
+    const now = io.now();
+    // This thread's loop was held (the process suspended, a long synchronous job): the
+    // database thread's answers may be waiting in the queue, read after the timers. Its
+    // silence is counted from now, when they can be heard.
+    const held = now - this.#checked > 2 * CHECK_MS;
+    this.#checked = now;
+    if (held) {
+      this.#heard = Math.max(this.#heard, now);
+      return;
+    }
+    if (this.#pending.size > 0 && now - this.#heard > this.#stallMs) {
       this.#abandon(`has not answered for ${Math.round(this.#stallMs / 1000)} s (a stuck disk?)`);
     }
   }

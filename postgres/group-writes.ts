@@ -5,6 +5,7 @@
  * (its statement is the single one it always was). Under load the server's per-statement
  * CPU, not the rows, is what a request costs; see docs/postgres.md.
  */
+import { StoreError } from '../src/errors.js';
 import type { QueryConfig, QueryResultLike } from './database.js';
 
 export type WriteKind = 'insert' | 'cas';
@@ -65,12 +66,13 @@ function groupSql(kind: WriteKind, relaxed: boolean): string {
 
 /**
  * The group statement failed on its data and rolled back (SQLSTATE classes 22 data
- * exception, 23 integrity violation, 40 rollback: a deadlock with another machine's group):
+ * exception, 23 integrity violation, 40 rollback: a deadlock with another machine's group,
+ * 54 program limit exceeded: one row too large for its index entry):
  * written alone, its rows may succeed. Under a `StoreError`, the driver's error is the cause.
  */
 const rolledBackOnData = (error: unknown): boolean => {
   const code = (error as { cause?: { code?: unknown } } | undefined)?.cause?.code;
-  return typeof code === 'string' && /^(22|23|40)[0-9A-Z]{3}$/.test(code);
+  return typeof code === 'string' && /^(22|23|40|54)[0-9A-Z]{3}$/.test(code);
 };
 
 export class GroupWrites {
@@ -144,7 +146,7 @@ export class GroupWrites {
       // each with its own answer. Anything else (a timeout, a lost connection) fails them
       // all, as it would a single write.
       if (rolledBackOnData(error)) for (const w of group) await this.#alone(w);
-      else for (const w of group) w.reject(error);
+      else for (const w of group) w.reject(forCaller(error, w.write.context));
       return;
     }
     const versions = new Map<string, string>();
@@ -161,6 +163,12 @@ export class GroupWrites {
       waiting.reject(error);
     }
   }
+}
+
+/** The group's failure as this caller's own error: its scope and intent, never another caller's. */
+function forCaller(error: unknown, context: { scope: string; intent: string }): unknown {
+  if (!(error instanceof StoreError)) return error;
+  return new StoreError(error.message, { ...context, cause: error.cause ?? error });
 }
 
 const compare = (a: Record<string, unknown>, b: Record<string, unknown>): number => {
