@@ -39,6 +39,14 @@ interface Waiting {
 /** Most writes in one statement. */
 const GROUP_MAX = 64;
 const RELAXED = `set_config('synchronous_commit', 'off', true)`;
+/**
+ * How long a group waits for a row lock (ms) before it gives up and its writes go alone:
+ * one row held by an open transaction (the app's uncommitted claim, a worker's FOR UPDATE)
+ * must not hold up, then fail, the unrelated writes grouped with it. Set from an InitPlan,
+ * which runs before the statement takes its first row lock.
+ */
+const GROUP_LOCK_WAIT_MS = 200;
+const LOCK_WAIT = `(SELECT set_config('lock_timeout', '${GROUP_LOCK_WAIT_MS}ms', true)) IS NOT NULL`;
 const COLUMNS =
   'scope text, name text, key text, state text, fingerprint text, attempts integer, created_at bigint, updated_at bigint, ttl bigint, status integer, lease_owner text, lease_until bigint';
 const NAMES =
@@ -52,7 +60,7 @@ function groupSql(kind: WriteKind, relaxed: boolean): string {
   const returning = `RETURNING t.scope, t.name, t.version${relaxed ? `, ${RELAXED}` : ''}`;
   if (kind === 'insert')
     return `INSERT INTO oncely_intents AS t (${NAMES})
-            SELECT ${NAMES} FROM json_to_recordset($1::json) AS v(${COLUMNS})
+            SELECT ${NAMES} FROM json_to_recordset($1::json) AS v(${COLUMNS}) WHERE ${LOCK_WAIT}
             ON CONFLICT (scope, name) DO NOTHING ${returning}`;
   // The identity (key, created_at) and version each write saw, as in the single compare-and-set.
   return `UPDATE oncely_intents t SET key = v.key, state = v.state, fingerprint = v.fingerprint,
@@ -60,19 +68,20 @@ function groupSql(kind: WriteKind, relaxed: boolean): string {
             status = v.status, lease_owner = v.lease_owner, lease_until = v.lease_until, version = t.version + 1
           FROM json_to_recordset($1::json) AS v(${COLUMNS}, seen_version bigint, seen_key text, seen_created_at bigint)
           WHERE t.scope = v.scope AND t.name = v.name AND t.version = v.seen_version
-            AND t.key = v.seen_key AND t.created_at = v.seen_created_at
+            AND t.key = v.seen_key AND t.created_at = v.seen_created_at AND ${LOCK_WAIT}
           ${returning}`;
 }
 
 /**
- * The group statement failed on its data and rolled back (SQLSTATE classes 22 data
+ * The group statement failed on one row and rolled back (SQLSTATE classes 22 data
  * exception, 23 integrity violation, 40 rollback: a deadlock with another machine's group,
- * 54 program limit exceeded: one row too large for its index entry):
- * written alone, its rows may succeed. Under a `StoreError`, the driver's error is the cause.
+ * 54 program limit exceeded: one row too large for its index entry; 55P03: a row lock
+ * held past {@link GROUP_LOCK_WAIT_MS}): written alone, its rows may succeed. Under a
+ * `StoreError`, the driver's error is the cause.
  */
-const rolledBackOnData = (error: unknown): boolean => {
+const rolledBackOnOneRow = (error: unknown): boolean => {
   const code = (error as { cause?: { code?: unknown } } | undefined)?.cause?.code;
-  return typeof code === 'string' && /^(22|23|40|54)[0-9A-Z]{3}$/.test(code);
+  return typeof code === 'string' && (/^(22|23|40|54)[0-9A-Z]{3}$/.test(code) || code === '55P03');
 };
 
 export class GroupWrites {
@@ -142,10 +151,11 @@ export class GroupWrites {
         { scope: group[0]!.write.context.scope },
       );
     } catch (error) {
-      // Refused for one row's data (a key taken twice): each write alone, in the order asked,
-      // each with its own answer. Anything else (a timeout, a lost connection) fails them
-      // all, as it would a single write.
-      if (rolledBackOnData(error)) for (const w of group) await this.#alone(w);
+      // Refused for one row (a key taken twice, a row locked elsewhere): each write alone and
+      // at once, each with its own answer and its own time bound (one after another, the last
+      // would wait out every earlier one's). Anything else (a timeout, a lost connection)
+      // fails them all, as it would a single write.
+      if (rolledBackOnOneRow(error)) await Promise.all(group.map((w) => this.#alone(w)));
       else for (const w of group) w.reject(forCaller(error, w.write.context));
       return;
     }
