@@ -14,6 +14,7 @@ import { PostgresStore } from 'oncely/postgres';
 import pg from 'pg';
 import { startCluster } from '../test/postgres/cluster.ts';
 import { startServer } from './server-process.ts';
+import { loadLine } from './stats.ts';
 
 const arg = (name: string, fallback: number) =>
   Number(process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? fallback);
@@ -134,12 +135,7 @@ async function measure(label: string, op: (name: string) => Promise<unknown>) {
 
 const order = only ?? ['bare', 'intent_post', 'send', 'bare', 'bare-http-only', 'raw-insert-only'];
 for (const label of order) await measure(label, variants[label]!);
-console.log(
-  `load average ${(await import('node:os'))
-    .loadavg()
-    .map((l) => l.toFixed(2))
-    .join(' ')}`,
-);
+console.log(loadLine());
 await api.close().catch(() => undefined);
 await server.close();
 await pool.end();

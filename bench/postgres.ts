@@ -19,7 +19,7 @@ import { PostgresStore } from 'oncely/postgres';
 import pg from 'pg';
 import { startCluster } from '../test/postgres/cluster.ts';
 import { startServer } from './server-process.ts';
-import { fmtRatio, median, quantile, type Spread, spread } from './stats.ts';
+import { fmtRatio, loadLine, median, quantile, type Spread, spread } from './stats.ts';
 
 const quick = process.argv.includes('--quick');
 /** `--no-growth`: no 1M-row seeding (claim latency, sweep batch). */
@@ -278,12 +278,7 @@ if (sweepRows) {
 
 console.log('| measure | figure | detail |\n|---|---|---|');
 console.log(rows.join('\n'));
-console.log(
-  `load average ${(await import('node:os'))
-    .loadavg()
-    .map((l) => l.toFixed(2))
-    .join(' ')}`,
-);
+console.log(loadLine());
 await api.close().catch(() => undefined);
 await pool.end();
 await cluster.stop();

@@ -3,6 +3,7 @@
  * of per-round ratios. The machine is shared and noisy, so every figure is a median over
  * rounds, with the range of the rounds next to it.
  */
+import { loadavg } from 'node:os';
 
 export interface Spread {
   median: number;
@@ -41,6 +42,12 @@ export function fmtMs(ms: number): string {
 
 export const fmtRate = (perSecond: number): string =>
   perSecond >= 10_000 ? `${(perSecond / 1000).toFixed(0)}k/s` : `${perSecond.toFixed(0)}/s`;
+
+/** `load average 1.00 2.00 3.00`: what else the machine ran, printed beside the figures. */
+export const loadLine = (): string =>
+  `load average ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')}`;
 
 /** Runs `fn` with at most `concurrency` calls in flight, `total` calls in all. */
 export async function inParallel(total: number, concurrency: number, fn: (i: number) => Promise<unknown>) {
