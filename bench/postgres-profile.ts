@@ -13,6 +13,7 @@ import { createClient } from 'oncely';
 import { PostgresStore } from 'oncely/postgres';
 import pg from 'pg';
 import { startCluster } from '../test/postgres/cluster.ts';
+import { rawInsert as rawInsertOn } from './postgres-baseline.ts';
 import { startServer } from './server-process.ts';
 import { loadLine } from './stats.ts';
 
@@ -73,13 +74,7 @@ const postgresCpu = () => {
   return total;
 };
 
-const rawInsert = (name: string) =>
-  pool.query({
-    name: 'raw_insert',
-    text: `INSERT INTO oncely_intents (scope, name, key, state, attempts, created_at, updated_at)
-           VALUES ($1, $2, $3, 'ready', 0, $4, $4) ON CONFLICT (scope, name) DO NOTHING RETURNING version`,
-    values: ['raw', name, randomUUID(), Date.now()],
-  });
+const rawInsert = rawInsertOn(pool);
 const bare = ky.create({ retry: 0 });
 const api = createClient({ baseUrl: server.baseUrl, scope: 'post', store });
 const variants: Record<string, (name: string) => Promise<unknown>> = {

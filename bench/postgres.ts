@@ -18,6 +18,7 @@ import { createClient } from 'oncely';
 import { PostgresStore } from 'oncely/postgres';
 import pg from 'pg';
 import { startCluster } from '../test/postgres/cluster.ts';
+import { rawInsert as rawInsertOn } from './postgres-baseline.ts';
 import { startServer } from './server-process.ts';
 import { fmtRatio, loadLine, median, quantile, type Spread, spread } from './stats.ts';
 
@@ -35,13 +36,7 @@ pool.on('error', () => undefined);
 const store = new PostgresStore({ pool });
 await store.migrate();
 
-const rawInsert = (name: string) =>
-  pool.query({
-    name: 'raw_insert',
-    text: `INSERT INTO oncely_intents (scope, name, key, state, attempts, created_at, updated_at)
-           VALUES ($1, $2, $3, 'ready', 0, $4, $4) ON CONFLICT (scope, name) DO NOTHING RETURNING version`,
-    values: ['raw', name, randomUUID(), Date.now()],
-  });
+const rawInsert = rawInsertOn(pool);
 const claim = (durability: 'strict' | 'relaxed') => (name: string) => {
   const now = Date.now();
   return store.claim(
