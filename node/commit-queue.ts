@@ -108,7 +108,7 @@ export class CommitQueue {
   submit<T>(strict: boolean, run: (context: WriteContext) => T): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.#waiting.push({ strict, run, resolve: resolve as (value: unknown) => void, reject });
-      this.#schedule(0);
+      this.#schedule(this.#busySince === undefined ? 'tick' : this.#retryDelay);
     });
   }
 
@@ -147,22 +147,28 @@ export class CommitQueue {
     return new Promise((resolve) => this.#idle.push(resolve));
   }
 
-  #schedule(delay: number): void {
+  /**
+   * `tick`: once this turn's promise jobs have run, so that every write they submit shares
+   * the commit, without waiting for another turn of the loop; `turn`: after what else
+   * waits (a batch left over); a number: from a timer, that many ms (jittered, so that
+   * processes waiting for one another do not retry in step).
+   */
+  #schedule(when: 'tick' | 'turn' | number): void {
     if (this.#scheduled) return;
     this.#scheduled = true;
     const flush = () => {
       this.#scheduled = false;
       this.#flush();
     };
-    // Jittered, so that processes waiting for one another do not retry in step.
-    if (delay === 0) setImmediate(flush);
-    else setTimeout(flush, delay * (0.5 + Math.random() / 2));
+    if (when === 'tick') process.nextTick(flush);
+    else if (when === 'turn') setImmediate(flush);
+    else setTimeout(flush, when * (0.5 + Math.random() / 2));
   }
 
   #flush(): void {
     const batch = this.#waiting.splice(0, MAX_BATCH);
     if (batch.length > 0) this.#commit(batch);
-    if (this.#waiting.length > 0) this.#schedule(this.#busySince === undefined ? 0 : this.#retryDelay);
+    if (this.#waiting.length > 0) this.#schedule(this.#busySince === undefined ? 'turn' : this.#retryDelay);
     else this.#settleIdle();
   }
 

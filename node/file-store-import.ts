@@ -15,7 +15,7 @@ import { isQuarantineMarker, readSlot } from '../src/store/corrupt-records.js';
 import { parseRecord } from '../src/store/record-schema.js';
 import type { IntentRecord } from '../src/store/store.js';
 import type { Db } from './sqlite-driver.js';
-import type { IntentRows } from './sqlite-rows.js';
+import { type IntentRows, rowValue } from './sqlite-rows.js';
 
 /** Hex SHA-256 of `[scope, name]`: how FileStore named an intent's file, and its line id. */
 export const legacyId = (scope: string, name: string): string =>
@@ -106,7 +106,7 @@ export function importFileStore(db: Db, rows: IntentRows, dir: string, now: numb
       const slot = readSlot(value, scope, name, now);
       if (slot.kind === 'empty') continue;
       if (slot.kind === 'blocked') {
-        if (!rows.read(scope, name)) rows.put(scope, name, slot.marker);
+        if (!rows.read(scope, name)) rows.put(scope, name, rowValue(slot.marker));
         continue;
       }
       const record: IntentRecord | undefined = slot.kind === 'record' ? slot.record : slot.salvaged;
@@ -115,10 +115,10 @@ export function importFileStore(db: Db, rows: IntentRows, dir: string, now: numb
         const location = rows.quarantine({ scope, name, reason, at: now, salvagedKey: record?.key, value: decoded });
         report.quarantined.push({ scope, name, reason, location, salvaged: record !== undefined });
         if (!record && !rows.read(scope, name)) {
-          rows.put(scope, name, { oncely: 'quarantined', reason, location, at: now });
+          rows.put(scope, name, rowValue({ oncely: 'quarantined', reason, location, at: now }));
         }
       }
-      if (record && rows.insert(record)) report.imported++;
+      if (record && rows.insert(scope, name, rowValue(record))) report.imported++;
       else if (record && rows.read(scope, name)?.text !== JSON.stringify(record)) {
         // SQLite already had this intent (written after an earlier import): keep both.
         rows.quarantine({

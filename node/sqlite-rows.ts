@@ -48,10 +48,21 @@ const parse = (text: string): unknown => {
   }
 };
 
-const columns = (value: IntentRecord | QuarantineMarker) =>
+/**
+ * A value as a row stores it: its JSON and the columns that are indexed. A record's is
+ * made on the main thread, which sends it as is: the database thread neither clones an
+ * object nor serialises it again.
+ */
+export interface RowValue {
+  text: string;
+  state: string;
+  sweepAt: number;
+}
+
+export const rowValue = (value: IntentRecord | QuarantineMarker): RowValue =>
   'oncely' in value
-    ? { state: 'blocked', sweepAt: 0 }
-    : { state: value.state as string, sweepAt: value.updatedAt + recordTtl(value) };
+    ? { text: JSON.stringify(value), state: 'blocked', sweepAt: 0 }
+    : { text: JSON.stringify(value), state: value.state, sweepAt: value.updatedAt + recordTtl(value) };
 
 export class IntentRows {
   readonly file: string;
@@ -100,16 +111,14 @@ export class IntentRows {
     this.#clearQuarantine = db.prepare('DELETE FROM quarantine WHERE scope = ?');
   }
 
-  /** Stores `record` unless its intent has a row. True when it did. */
-  insert(record: IntentRecord): boolean {
-    const { state, sweepAt } = columns(record);
-    return this.#insert.run(record.scope, record.name, state, sweepAt, JSON.stringify(record)).changes === 1;
+  /** Stores `row` unless (scope, name) has a row. True when it did. */
+  insert(scope: string, name: string, row: RowValue): boolean {
+    return this.#insert.run(scope, name, row.state, row.sweepAt, row.text).changes === 1;
   }
 
-  /** Stores `value` in the row of (scope, name), replacing what is there. */
-  put(scope: string, name: string, value: IntentRecord | QuarantineMarker): void {
-    const { state, sweepAt } = columns(value);
-    this.#put.run(scope, name, state, sweepAt, JSON.stringify(value));
+  /** Stores `row` in the row of (scope, name), replacing what is there. */
+  put(scope: string, name: string, row: RowValue): void {
+    this.#put.run(scope, name, row.state, row.sweepAt, row.text);
   }
 
   read(scope: string, name: string): StoredRow | undefined {

@@ -16,7 +16,7 @@ import type {
   SweepOptions,
   WriteOptions,
 } from '../src/store/store.js';
-import type { QuarantinedRecord } from './sqlite-rows.js';
+import { type QuarantinedRecord, rowValue } from './sqlite-rows.js';
 import { SqliteThread, stallTimeout, testHooks } from './sqlite-thread.js';
 import type { Calls, Op, SeenRow, WorkerConfig } from './sqlite-wire.js';
 import { defaultStateDir } from './state-dir.js';
@@ -131,9 +131,11 @@ export class SqliteStore implements Store, ObservableStore {
   async claim(fresh: IntentRecord, options: ClaimOptions = {}): Promise<ClaimResult> {
     const record = validRecord(fresh, fresh.scope, fresh.name);
     void options; // Always strict: an acknowledged claim survives a power cut, because the app may act on its key.
-    const claimed = await this.#call('claim', { record, now: this.#now() });
-    this.#remember(record.scope, record.name, claimed);
-    return { record: claimed.record, created: claimed.created };
+    const row = rowValue(record);
+    const claimed = await this.#call('claim', { scope: record.scope, name: record.name, row, now: this.#now() });
+    const found = claimed.created ? { record, text: row.text } : claimed;
+    this.#remember(record.scope, record.name, found);
+    return { record: { ...found.record }, created: claimed.created };
   }
 
   async get(scope: string, name: string): Promise<IntentRecord | undefined> {
@@ -170,16 +172,17 @@ export class SqliteStore implements Store, ObservableStore {
         continue;
       }
       const record = validRecord(next, scope, name);
+      const row = rowValue(record);
       const written = await this.#call('write', {
         scope,
         name,
-        record,
+        row,
         expected: seen.text ?? null,
         strict,
         now: this.#now(),
       });
       if (written.ok) {
-        this.#remember(scope, name, { record, text: written.text });
+        this.#remember(scope, name, { record, text: row.text });
         return { ...record };
       }
       seen = written.current;

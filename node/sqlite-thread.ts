@@ -57,6 +57,12 @@ import(${JSON.stringify(entry.href)});
   return { script: boot, eval: true };
 }
 
+/**
+ * Call ids, unique in the process: a thread kept from a closed store may still answer one
+ * of its calls late, and that answer must match no call of the store it serves next.
+ */
+let nextId = 1;
+
 /** One thread kept from a closed store for the next one: a thread costs tens of ms to start (hundreds on a loaded machine). */
 let spare: Worker | undefined;
 
@@ -73,7 +79,6 @@ export class SqliteThread {
   #worker: Worker | undefined;
   #pending = new Map<number, Pending>();
   #outbox: { id: number; op: Op; args: unknown }[] = [];
-  #nextId = 1;
   #heard = 0;
   /** When the watchdog last ran: a tick far later than CHECK_MS means this thread's own loop was held. */
   #checked = 0;
@@ -98,7 +103,7 @@ export class SqliteThread {
     }
     const worker = this.#worker ?? this.#start();
     const promise = new Promise<Calls[K][1]>((resolve, reject) => {
-      const id = this.#nextId++;
+      const id = nextId++;
       this.#pending.set(id, { op, resolve: resolve as (value: unknown) => void, reject });
       if (this.#pending.size === 1) {
         // Pending calls keep the process alive, as a socket waiting for its answer would.

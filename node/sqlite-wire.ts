@@ -5,6 +5,7 @@
  */
 import { CorruptRecordError, StoreError } from '../src/errors.js';
 import type { IntentRecord, StoreEvent } from '../src/store/store.js';
+import type { RowValue } from './sqlite-rows.js';
 import { StoreFileError, type StoreFileProblem } from './sqlite-schema.js';
 
 /** What the worker is started with. */
@@ -30,13 +31,17 @@ export interface SeenRow {
 /** The calls, by name: their arguments and what they resolve with. */
 export interface Calls {
   open: [Record<string, never>, undefined];
-  claim: [{ record: IntentRecord; now: number }, { record: IntentRecord; created: boolean; text: string }];
+  /** `row`: the fresh record as stored. Created: nothing comes back (the caller has it); otherwise the row found. */
+  claim: [
+    { scope: string; name: string; row: RowValue; now: number },
+    { created: true } | { created: false; record: IntentRecord; text: string },
+  ];
   /** `peek`: a damaged row whose key can be salvaged is answered as salvaged, not yet quarantined (an update's write does that). */
   read: [{ scope: string; name: string; now: number; peek?: boolean }, SeenRow];
-  /** Stores `record` if the row still holds `expected` (null: no row); otherwise answers what it holds. */
+  /** Stores `row` if the row still holds `expected` (null: no row); otherwise answers what it holds. */
   write: [
-    { scope: string; name: string; record: IntentRecord; expected: string | null; strict: boolean; now: number },
-    { ok: true; text: string } | { ok: false; current: SeenRow },
+    { scope: string; name: string; row: RowValue; expected: string | null; strict: boolean; now: number },
+    { ok: true } | { ok: false; current: SeenRow },
   ];
   delete: [{ scope: string; name: string; key?: string; keepPending?: number }, undefined];
   list: [{ scope: string; states?: readonly string[]; now: number }, IntentRecord[]];

@@ -6,7 +6,7 @@
  * which sends the result as a conditional write (`write`: stored only if the row still
  * holds the text the updater saw).
  */
-import { parentPort, workerData } from 'node:worker_threads';
+import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import { OncelyError, StoreError } from '../src/errors.js';
 import { corruptRecordError, type QuarantineMarker, readSlot } from '../src/store/corrupt-records.js';
 import { isPending, isSweepable, SWEEPABLE_STATES } from '../src/store/record-rules.js';
@@ -16,7 +16,7 @@ import { CommitQueue, commitChannel, type WriteContext } from './commit-queue.js
 import { legacyId } from './file-store-import.js';
 import { sqliteCode } from './sqlite-driver.js';
 import { openDatabase, retryWhileBusy } from './sqlite-open.js';
-import type { StoredRow } from './sqlite-rows.js';
+import { rowValue, type StoredRow } from './sqlite-rows.js';
 import { fileError } from './sqlite-schema.js';
 import type { Calls, CommitTiming, FromWorker, Op, SeenRow, ToWorker, WorkerConfig } from './sqlite-wire.js';
 import { toWire } from './sqlite-wire.js';
@@ -53,9 +53,14 @@ const events: StoreEvent[] = [];
 const commits: CommitTiming[] = [];
 let timed = false;
 let syncs = 0;
-commitChannel.subscribe((message) => {
-  if (timed) commits.push(message as CommitTiming);
-});
+const collect = (message: unknown) => commits.push(message as CommitTiming);
+/** Commits are timed (two clock and CPU readings each) only while the main thread listens. */
+function time(on: boolean): void {
+  if (on === timed) return;
+  timed = on;
+  if (on) commitChannel.subscribe(collect);
+  else commitChannel.unsubscribe(collect);
+}
 
 async function openStore() {
   hooks = config.hooks && new Int32Array(config.hooks);
@@ -129,7 +134,7 @@ function settle(
   const { salvaged } = slot;
   const location = o.rows.quarantine({ scope, name, reason, at: now, salvagedKey: salvaged?.key, value: row!.text });
   const marker: QuarantineMarker = { oncely: 'quarantined', reason, location, at: now };
-  o.rows.put(scope, name, salvaged ?? marker);
+  o.rows.put(scope, name, rowValue(salvaged ?? marker));
   context.afterCommit(() =>
     events.push({ type: 'quarantine', reason: quarantineReason(reason, !!salvaged), location, scope, name }),
   );
@@ -159,7 +164,7 @@ function checkLegacy(context: WriteContext, o: Opened, scope: string, name: stri
   // A row written since the import stands; otherwise the lost key blocks the intent.
   if (o.rows.read(scope, name)) return;
   const marker: QuarantineMarker = { oncely: 'quarantined', ...found, at: now };
-  o.rows.put(scope, name, marker);
+  o.rows.put(scope, name, rowValue(marker));
   context.failAfterCommit(corruptRecordError(scope, name, marker));
 }
 
@@ -168,13 +173,13 @@ type Handlers = { [K in Op]: (o: Opened, args: Calls[K][0]) => Calls[K][1] | Pro
 const handlers: Handlers = {
   open: () => undefined,
   // Always strict: an acknowledged claim survives a power cut, because the app may act on its key.
-  claim: (o, { record, now }) =>
+  claim: (o, { scope, name, row, now }) =>
     write(o, true, (context) => {
-      checkLegacy(context, o, record.scope, record.name, now);
-      if (o.rows.insert(record)) return { record, created: true, text: JSON.stringify(record) };
-      const found = settle(context, o, record.scope, record.name, o.rows.read(record.scope, record.name), now);
+      checkLegacy(context, o, scope, name, now);
+      if (o.rows.insert(scope, name, row)) return { created: true as const };
+      const found = settle(context, o, scope, name, o.rows.read(scope, name), now);
       // The row cannot vanish inside the transaction; a settled one is a record or a throw.
-      return { record: found.record!, created: false, text: found.text! };
+      return { created: false as const, record: found.record!, text: found.text! };
     }),
   read: async (o, { scope, name, now, peek }) => {
     // Behind writes still waiting, a read waits too: a caller's earlier write is seen by its later read.
@@ -193,7 +198,7 @@ const handlers: Handlers = {
       return (peek && salvage(row, scope, name, now)) || settle(context, o, scope, name, row, now);
     });
   },
-  write: (o, { scope, name, record, expected, strict, now }) =>
+  write: (o, { scope, name, row: value, expected, strict, now }) =>
     write(o, strict, (context) => {
       checkLegacy(context, o, scope, name, now);
       const row = o.rows.read(scope, name);
@@ -203,8 +208,8 @@ const handlers: Handlers = {
       // A damaged row the update saw salvaged is set aside now, in the transaction that replaces it.
       if (row && readSlot(row.value, scope, name, now).kind === 'corrupt')
         settle(context, o, scope, name, row, now, false);
-      o.rows.put(scope, name, record);
-      return { ok: true, text: JSON.stringify(record) };
+      o.rows.put(scope, name, value);
+      return { ok: true as const };
     }),
   delete: (o, { scope, name, key, keepPending }) =>
     write(o, true, () => {
@@ -281,7 +286,8 @@ const handlers: Handlers = {
     ),
 };
 
-// Answers go out together, once per turn of this thread: one message per commit, not per call.
+// Answers go out together, once the turn's promise jobs have run (a tick): one message per
+// commit, not per call, and without waiting for another turn of the loop.
 let outbox: ({ id: number; value: unknown } | { id: number; error: ReturnType<typeof toWire> })[] = [];
 let flushing = false;
 let outstanding = 0;
@@ -302,7 +308,7 @@ function answer(entry: (typeof outbox)[number]): void {
   }
   if (flushing) return;
   flushing = true;
-  setImmediate(() => {
+  process.nextTick(() => {
     flushing = false;
     post({ type: 'results', events: events.splice(0), results: outbox, commits: commits.splice(0), syncs });
     outbox = [];
@@ -311,7 +317,14 @@ function answer(entry: (typeof outbox)[number]): void {
   });
 }
 
-port.on('message', (message: ToWorker) => {
+port.on('message', (first: ToWorker) => {
+  // Messages already queued are taken now, so that their writes share the next commit.
+  for (let next: { message: ToWorker } | undefined = { message: first }; next; next = receiveMessageOnPort(port)) {
+    receive(next.message);
+  }
+});
+
+function receive(message: ToWorker): void {
   if (message.type === 'close') {
     void opening
       .then((o) => o.close())
@@ -326,7 +339,7 @@ port.on('message', (message: ToWorker) => {
     watchOpen();
     return;
   }
-  timed = message.timed;
+  time(message.timed);
   outstanding += message.calls.length;
   // The main thread takes a silent thread with calls outstanding for a stuck one.
   heartbeat ??= setInterval(() => post({ type: 'alive' }), 1000);
@@ -338,4 +351,4 @@ port.on('message', (message: ToWorker) => {
         (error: unknown) => answer({ id, error: toWire(wrap(error)) }),
       );
   }
-});
+}

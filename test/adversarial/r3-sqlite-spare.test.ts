@@ -1,7 +1,7 @@
 /**
  * Round 3, SqliteStore's database thread: a closed store's thread is kept (`spare`) and
- * serves the next store. Call ids restart at 1 in every store, so an answer the old
- * store's thread sends after 'closed' must never reach the new store's calls.
+ * serves the next store. An answer the old store's thread sends after 'closed' must never
+ * reach the new store's calls (call ids are unique in the process).
  */
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
