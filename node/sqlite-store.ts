@@ -16,6 +16,7 @@ import type {
   SweepOptions,
   WriteOptions,
 } from '../src/store/store.js';
+import { type RunningCheck, startIntegrityCheck } from './integrity-check.js';
 import { type QuarantinedRecord, rowValue } from './sqlite-rows.js';
 import { SqliteThread, stallTimeout, testHooks } from './sqlite-thread.js';
 import type { Calls, Op, SeenRow, WorkerConfig } from './sqlite-wire.js';
@@ -103,6 +104,8 @@ export class SqliteStore implements Store, ObservableStore {
   readonly #thread: SqliteThread;
   /** By `intentId(scope, name)`: the row as this store last read or wrote it (a hint: a conditional write checks it). */
   readonly #seen = new Map<string, SeenRow>();
+  readonly #checks = new Set<RunningCheck>();
+  readonly #hooks: SharedArrayBuffer | undefined;
   #closed = false;
 
   constructor(options: SqliteStoreOptions = {}) {
@@ -120,6 +123,7 @@ export class SqliteStore implements Store, ObservableStore {
       now: this.#now(),
       ...(internal[testHooks] && { hooks: internal[testHooks] }),
     };
+    this.#hooks = internal[testHooks];
     this.#thread = new SqliteThread(config, (event) => this.#listeners.emit(event), internal[stallTimeout]);
   }
 
@@ -224,9 +228,25 @@ export class SqliteStore implements Store, ObservableStore {
     return this.#call('quarantined', { scope });
   }
 
-  /** SQLite's `PRAGMA integrity_check`: `['ok']` for a sound file. Reads the whole file. */
-  async integrityCheck(): Promise<string[]> {
-    return this.#call('integrity', {});
+  /**
+   * SQLite's `PRAGMA integrity_check`: `['ok']` for a sound file. Reads the whole file, on a
+   * thread and a read-only connection of its own, so the store keeps serving meanwhile.
+   * Fails with a `StoreError` past `timeout` ms (default 10 minutes) or when the store closes.
+   */
+  async integrityCheck(options: { timeout?: number } = {}): Promise<string[]> {
+    await this.open();
+    const check = startIntegrityCheck({
+      file: this.file,
+      lockTimeout: this.#lockTimeout,
+      timeout: options.timeout ?? 600_000,
+      hooks: this.#hooks,
+    });
+    this.#checks.add(check);
+    try {
+      return await check.result;
+    } finally {
+      this.#checks.delete(check);
+    }
   }
 
   subscribe(listener: (event: StoreEvent) => void): () => void {
@@ -241,6 +261,7 @@ export class SqliteStore implements Store, ObservableStore {
     if (this.#closed) return;
     this.#closed = true;
     this.#seen.clear();
+    await Promise.all([...this.#checks].map((check) => check.stop()));
     await this.#thread.close(this.#lockTimeout + 5_000);
   }
 

@@ -12,7 +12,7 @@ import type { StoreEvent } from '../src/store/store.js';
 import { commitChannel } from './commit-queue.js';
 import { type Calls, type FromWorker, fromWire, type Op, type ToWorker, type WorkerConfig } from './sqlite-wire.js';
 
-/** @internal Tests only: a SharedArrayBuffer of 2 Int32 the worker reads (see `WorkerConfig.hooks`). */
+/** @internal Tests only: a SharedArrayBuffer of 2 or 3 Int32 the threads read (see `WorkerConfig.hooks`). */
 export const testHooks: unique symbol = Symbol('oncely.sqlite.testHooks');
 /** @internal Tests only: how long (ms) a thread may stay silent with calls pending. */
 export const stallTimeout: unique symbol = Symbol('oncely.sqlite.stallTimeout');

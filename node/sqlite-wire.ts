@@ -16,7 +16,10 @@ export interface WorkerConfig {
   lockTimeout: number;
   /** The clock's reading when the worker starts (a FileStore import stamps it). */
   now: number;
-  /** @internal tests only: [0] = 1 blocks the worker inside its next commit; [1] = 1 ends it after its next commit. */
+  /**
+   * @internal tests only: [0] = 1 blocks the worker inside its next commit; [1] = 1 ends it
+   * after its next commit; [2] = 1 holds an integrity check (`integrity-check.ts`).
+   */
   hooks?: SharedArrayBuffer;
 }
 
@@ -48,7 +51,6 @@ export interface Calls {
   clear: [{ scope: string; keepPending?: number }, undefined];
   sweep: [{ scope: string; now: number; limit: number }, number];
   quarantined: [{ scope?: string }, import('./sqlite-rows.js').QuarantinedRecord[]];
-  integrity: [Record<string, never>, string[]];
 }
 export type Op = keyof Calls;
 

@@ -277,13 +277,6 @@ const handlers: Handlers = {
       return removed;
     }),
   quarantined: (o, { scope }) => read(() => o.rows.quarantined(scope)),
-  integrity: (o) =>
-    read(() =>
-      o.db
-        .prepare('PRAGMA integrity_check')
-        .all()
-        .map((row) => String(Object.values(row)[0])),
-    ),
 };
 
 // Answers go out together, once the turn's promise jobs have run (a tick): one message per

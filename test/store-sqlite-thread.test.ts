@@ -24,16 +24,17 @@ afterEach(async () => {
 /** A store whose thread blocks inside its next commit while `block()` holds, and ends after its next commit once `exitAfterCommit()`. */
 async function hookedStore(options: Record<PropertyKey, unknown> = {}) {
   const { dir, remove } = await tempStoreDir();
-  const hooks = new SharedArrayBuffer(8);
+  const hooks = new SharedArrayBuffer(12);
   const flags = new Int32Array(hooks);
   const store = new SqliteStore({ dir, ...options, [testHooks]: hooks } as ConstructorParameters<
     typeof SqliteStore
   >[0]);
-  const unblock = () => {
-    Atomics.store(flags, 0, 0);
-    Atomics.notify(flags, 0);
+  const release = (slot: number) => () => {
+    Atomics.store(flags, slot, 0);
+    Atomics.notify(flags, slot);
   };
-  cleanups.push(remove, () => store.close(), unblock);
+  const unblock = release(0);
+  cleanups.push(remove, () => store.close(), unblock, release(2));
   await store.open();
   return {
     dir,
@@ -41,6 +42,9 @@ async function hookedStore(options: Record<PropertyKey, unknown> = {}) {
     block: () => Atomics.store(flags, 0, 1),
     unblock,
     exitAfterCommit: () => Atomics.store(flags, 1, 1),
+    /** Holds the next integrity check before it reads, as a check of a large file would take long. */
+    holdCheck: () => Atomics.store(flags, 2, 1),
+    releaseCheck: release(2),
   };
 }
 
@@ -118,6 +122,45 @@ describe('SqliteStore: a stuck disk blocks its database thread, never the event 
     await stuck.store.close();
     expect(await pending).toBeInstanceOf(StoreError);
     await expect(stuck.store.get('u1', 'a')).rejects.toThrow(/closed/);
+  });
+});
+
+describe('SqliteStore: an integrity check reads on a thread of its own', () => {
+  it('a check longer than the stall bound neither fails nor holds up the store; it answers once done', {
+    timeout: 60_000,
+  }, async () => {
+    const { store, holdCheck, releaseCheck } = await hookedStore({ [stallTimeout]: 1500 });
+    holdCheck();
+    let settled = false;
+    const check = store.integrityCheck().finally(() => {
+      settled = true;
+    });
+    // Past twice the stall bound, the store's own thread keeps answering.
+    for (let i = 0; i < 6; i++) {
+      const { record } = await store.claim(intentRecord('u1', `during:${i}`));
+      expect((await store.get('u1', `during:${i}`))?.key).toBe(record.key);
+      await sleep(500);
+    }
+    expect(settled).toBe(false);
+    releaseCheck();
+    expect(await check).toEqual(['ok']);
+  });
+
+  it('a check past its timeout fails with StoreError; closing the store stops a check under way', {
+    timeout: 60_000,
+  }, async () => {
+    const { store, holdCheck } = await hookedStore();
+    holdCheck();
+    await expect(store.integrityCheck({ timeout: 300 })).rejects.toThrow(
+      expect.objectContaining({ name: 'StoreError', message: expect.stringMatching(/did not finish within 300 ms/) }),
+    );
+    expect((await store.claim(intentRecord('u1', 'after'))).created).toBe(true);
+    const running = store.integrityCheck().catch((error: unknown) => error);
+    await sleep(100);
+    await store.close();
+    const error = await running;
+    expect(error).toBeInstanceOf(StoreError);
+    expect((error as Error).message).toMatch(/stopped before it answered/);
   });
 });
 
