@@ -48,6 +48,12 @@ describe('bad options and input are InvalidArgumentErrors', () => {
     );
   });
 
+  it("the core entry's createClient without a store says what to pass (a bad baseUrl is told first)", () => {
+    const { store: _, ...noStore } = base;
+    expect(() => createClient(noStore)).toThrow(/has no default\. Pass one, e\.g\. `store: new PostgresStore/);
+    expect(() => createClient({ ...noStore, baseUrl: 'api' })).toThrow(/absolute baseUrl/);
+  });
+
   it('a profile name says where the profile values are', () => {
     expect(() => createClient({ ...base, profile: 'stripe' as never })).toThrow(
       /import \{ stripe \} from "oncely\/profiles"/,
