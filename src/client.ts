@@ -194,7 +194,6 @@ const wellFormed = (text: string): boolean =>
 const ms = (value: unknown, name: string, fallback: number): number =>
   value === undefined ? fallback : checkMs(value, name, true);
 
-/** Creates a client. See {@link ClientOptions}. */
 let warmed = false;
 
 /**
@@ -222,14 +221,16 @@ function warmUp(): void {
     .finally(() => client.close());
 }
 
-export function createClient(options: ClientOptions): Client {
+/**
+ * Creates a client. See {@link ClientOptions}. `noStore` is what a missing store is told:
+ * the browser and Node entries always pass one, so only the core entry's says what to pass
+ * (src/core-client.ts), and a page does not carry that text.
+ */
+export function createClient(options: ClientOptions, noStore = 'createClient needs a store.'): Client {
   if (typeof options?.baseUrl !== 'string' || !URL.canParse(options.baseUrl))
     throw new InvalidArgumentError(`createClient needs an absolute baseUrl, got ${JSON.stringify(options?.baseUrl)}.`);
   const store = options.store;
-  if (!store)
-    throw new InvalidArgumentError(
-      'createClient needs a store here: this runtime (an edge or worker runtime, or the core entry) has no default. Pass one, e.g. `store: new PostgresStore({ pool })` from "oncely/postgres", or `new MemoryStore()` for tests; in browsers and Node, "oncely" defaults to IndexedDB and SQLite.',
-    );
+  if (!store) throw new InvalidArgumentError(noStore);
   const scope = options.scope ?? 'default';
   if (typeof scope !== 'string' || scope === '' || !wellFormed(scope))
     throw new InvalidArgumentError('scope must be a non-empty string of well-formed Unicode (no lone surrogates).');

@@ -4,8 +4,9 @@
  * change in any release; store authors find the record rules in the docs.
  */
 export type { Client, ClientOptions, IntentOptions, PendingIntent } from './client.js';
-export { createClient, MAX_INTENT_NAME_LENGTH } from './client.js';
+export { MAX_INTENT_NAME_LENGTH } from './client.js';
 export { type IntentCoordinator, LocalCoordinator } from './coordinator/coordinator.js';
+export { createClient } from './core-client.js';
 export * from './errors.js';
 export type { ClientStats, EventOf, OncelyEvent, OncelyEventType } from './events.js';
 export type { Network } from './http/network.js';

@@ -50,14 +50,28 @@ export function every(ms: number, renew: () => void): () => void {
   return () => stop();
 }
 
-const SENT =
-  ' An attempt had gone out, so the request may have taken effect: the intent keeps its key and stays in flight; send the same request under the same intent name once the store works.';
+const RESEND = '; send the same request under the same intent name once the store works.';
+const SENT = ` An attempt had gone out, so the request may have taken effect: the intent keeps its key and stays in flight${RESEND}`;
 const NOT_SENT = ' Nothing was sent.';
+const IN_FLIGHT = ` No request was sent, but the intent may stay in flight${RESEND}`;
+
+/**
+ * What an unsent write may still do when the store did not answer in time (it can commit
+ * after the timeout), and what the app does then, by the call's `what`.
+ */
+const LATE: Record<string, string> = {
+  'forming the intent':
+    ' No request was sent, but the intent may be formed anyway: call intent() with the same name again; it finds it or forms it.',
+  'marking the intent in flight': IN_FLIGHT,
+  'undoing an unsent call': IN_FLIGHT,
+  'forgetting the intent': ' It may be done anyway: call reset() again.',
+  'clearing the scope': ' It may be done anyway: call clear() again.',
+};
 
 /**
  * Runs a store call within the client's `storeTimeout` (and `within` ms, what the call's
  * deadline leaves), turning any failure into a `StoreError` that says whether anything was
- * sent.
+ * sent; an unsent write that timed out says what it may still have done (`LATE`).
  */
 export async function storeCall<T>(
   ctx: ClientContext,
@@ -73,7 +87,8 @@ export async function storeCall<T>(
     return await new Promise<T>((resolve, reject) => {
       unwatch = watch(bound, () => {
         unwatch();
-        reject(new StoreError(`The store did not answer within ${Math.round(bound)} ms (${what}).${sent}`, context));
+        const then = context.sent ? SENT : (LATE[what] ?? NOT_SENT);
+        reject(new StoreError(`The store did not answer within ${Math.round(bound)} ms (${what}).${then}`, context));
       });
       Promise.resolve().then(run).then(resolve, reject);
     });

@@ -6,9 +6,10 @@
  * `getState()`.
  */
 import type { Client } from '../client.js';
-import { IntentGoneError, OncelyError, OutcomeUnknownError } from '../errors.js';
+import { OncelyError, OutcomeUnknownError } from '../errors.js';
 import type { Intent } from '../intent/intent.js';
 import type { IntentRecord } from '../store/store.js';
+import { isGone, sendReclaiming } from './reclaim.js';
 import {
   initialMutationState,
   type MutationAction,
@@ -323,22 +324,23 @@ export class IdempotentMutationObserver<T = unknown, V = void> {
     try {
       const { request } = this.#options;
       const { signal } = controller;
-      let replayed: boolean | undefined;
-      let attempts = 0;
-      for (let again = true; ; again = false) {
-        intent = await this.#intent();
-        if (!again) this.#hold(intent);
-        try {
-          ({ data, replayed, attempts = this.#state.attempts } = await request(variables, { intent, signal }));
-          break;
-        } catch (error) {
-          // Refused before sending: another key holds the intent now (a sent one put back over
-          // this unsent one). Claim again, once, and send under the key the store holds.
-          if (!again || !(error instanceof IntentGoneError)) throw error;
+      const result = await sendReclaiming(
+        () => this.#intent(),
+        (claimed) => {
+          intent = claimed;
+          return request(variables, { intent: claimed, signal });
+        },
+        async () => {
+          // Another key holds the intent now (a sent one put back over this unsent one): hold that one.
           this.#forgetClaim();
-        }
-      }
-      this.#dispatch({ type: 'success', data, replayed, attempts, record: intent.record });
+          const claimed = await this.#intent();
+          this.#hold(claimed);
+          return claimed;
+        },
+      );
+      data = result.data;
+      const { replayed, attempts = this.#state.attempts } = result;
+      this.#dispatch({ type: 'success', data, replayed, attempts, record: intent!.record });
     } catch (error) {
       const record = intent?.record;
       let status: MutationStatus = error instanceof OutcomeUnknownError ? 'unknown' : 'error';
@@ -346,7 +348,7 @@ export class IdempotentMutationObserver<T = unknown, V = void> {
         status = record.state === 'in_flight' ? 'unknown' : STATUS_OF[record.state];
       const attempts = error instanceof OncelyError ? error.attempts : this.#state.attempts;
       this.#dispatch({ type: 'error', error, status, attempts, record });
-      if (error instanceof IntentGoneError) {
+      if (isGone(error)) {
         // Gone again (a reset elsewhere): show what the store holds now.
         this.#forgetClaim();
         if (this.#listeners.size > 0) void this.#load();

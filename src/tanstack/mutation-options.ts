@@ -14,6 +14,7 @@ import type {
 } from '@tanstack/query-core';
 import type { Client } from '../client.js';
 import type { Intent } from '../intent/intent.js';
+import { sendReclaiming } from '../observer/reclaim.js';
 
 /** TanStack's mutationFn context, plus the claimed intent. */
 export interface IdempotentMutationContext extends MutationFunctionContext {
@@ -139,17 +140,21 @@ export function idempotentMutationOptions<T, V, C = unknown>(
     claim,
     hold,
     mutationFn: async (variables, context) => {
-      const held = holds.get(nameOf(variables));
-      try {
-        return await mutationFn(variables, { ...context, intent: await claim(variables) });
-      } catch (error) {
-        // Refused before sending: the held intent was forgotten elsewhere. Hold the one stored now; send once more.
-        if (!held || (error as { code?: unknown } | undefined)?.code !== 'INTENT_GONE') throw error;
-        held.release();
-        held.release = () => {};
-        held.intent = claimHeld(nameOf(variables), held);
-        return mutationFn(variables, { ...context, intent: await claim(variables) });
-      }
+      const name = nameOf(variables);
+      const held = holds.get(name);
+      return sendReclaiming(
+        () => claim(variables),
+        (intent) => mutationFn(variables, { ...context, intent }),
+        () => {
+          // A held intent forgotten elsewhere: hold the one stored now.
+          if (held) {
+            held.release();
+            held.release = () => {};
+            held.intent = claimHeld(name, held);
+          }
+          return claim(variables);
+        },
+      );
     },
   };
 }

@@ -27,6 +27,7 @@ import {
   StoreError,
   TransportError,
 } from '../../src/index.js';
+import { FaultyStore } from '../matrix/faulty-store.js';
 
 const ok = async () => new Response('{}', { status: 201, headers: { 'content-type': 'application/json' } });
 const base = { baseUrl: 'https://api.test/', store: new MemoryStore(), fetch: ok };
@@ -45,6 +46,12 @@ describe('bad options and input are InvalidArgumentErrors', () => {
     expect(() => createClient({ ...base, ...(options as object) })).toThrow(
       expect.objectContaining({ code: 'INVALID_ARGUMENT' }),
     );
+  });
+
+  it("the core entry's createClient without a store says what to pass (a bad baseUrl is told first)", () => {
+    const { store: _, ...noStore } = base;
+    expect(() => createClient(noStore)).toThrow(/has no default\. Pass one, e\.g\. `store: new PostgresStore/);
+    expect(() => createClient({ ...noStore, baseUrl: 'api' })).toThrow(/absolute baseUrl/);
   });
 
   it('a profile name says where the profile values are', () => {
@@ -117,6 +124,100 @@ describe('store failures are StoreErrors', () => {
       .intent('pay')
       .catch((e: unknown) => e);
     expect(error).toMatchObject({ code: 'STORE_FAILED', cause: { message: 'SQLITE_FULL: database or disk is full' } });
+  });
+});
+
+describe('an unsent write the store answers only after storeTimeout: the message says what it may still do', () => {
+  const setup = () => {
+    const store = new FaultyStore();
+    const keys: (string | null)[] = [];
+    const network = { refuse: false };
+    const client = createClient({
+      ...base,
+      store,
+      storeTimeout: 100,
+      retry: { maxAttempts: 1 },
+      fetch: async (input) => {
+        if (network.refuse) throw Object.assign(new TypeError('fetch failed'), { cause: { code: 'ECONNREFUSED' } });
+        keys.push(new Request(input).headers.get('idempotency-key'));
+        return ok();
+      },
+    });
+    const stored = () => store.get('default', 'pay');
+    return { store, keys, client, stored, network };
+  };
+  const within = (what: string) => `The store did not answer within 100 ms (${what}).`;
+  const IN_FLIGHT =
+    ' No request was sent, but the intent may stay in flight; send the same request under the same intent name once the store works.';
+
+  it('the claim, formed anyway: intent() with the same name again finds it', async () => {
+    const { store, client, stored } = setup();
+    store.fault = { op: 'claim', kind: 'late', nth: 1 };
+    await expect(client.intent('pay')).rejects.toMatchObject({
+      code: 'STORE_FAILED',
+      sent: false,
+      message: `${within('forming the intent')} No request was sent, but the intent may be formed anyway: call intent() with the same name again; it finds it or forms it.`,
+    });
+    const formed = await stored();
+    expect(formed?.state).toBe('ready');
+    expect((await client.intent('pay')).key).toBe(formed?.key);
+  });
+
+  it('the in_flight write before the first byte, stored anyway: the same request again sends once, under its key', async () => {
+    const { store, keys, client, stored } = setup();
+    const intent = await client.intent('pay');
+    store.fault = { op: 'update:in_flight', kind: 'late', nth: 1 };
+    await expect(intent.post('payments', { json: {} })).rejects.toMatchObject({
+      code: 'STORE_FAILED',
+      sent: false,
+      message: within('marking the intent in flight') + IN_FLIGHT,
+    });
+    expect(keys).toEqual([]);
+    expect(await stored()).toMatchObject({ state: 'in_flight', key: intent.key }); // though nothing left
+    await intent.post('payments', { json: {} });
+    expect(keys).toEqual([`"${intent.key}"`]);
+    expect((await stored())?.state).toBe('succeeded');
+  });
+
+  it('undoing a call that sent nothing, never done: the record stays in flight; the same request again sends once', async () => {
+    const { store, keys, client, stored, network } = setup();
+    const intent = await client.intent('pay');
+    store.fault = { op: 'update:undo', kind: 'hang', nth: 1 };
+    network.refuse = true;
+    await expect(intent.post('payments', { json: {} })).rejects.toMatchObject({
+      code: 'STORE_FAILED',
+      sent: false,
+      message: within('undoing an unsent call') + IN_FLIGHT,
+    });
+    expect((await stored())?.state).toBe('in_flight');
+    network.refuse = false;
+    await intent.post('payments', { json: {} });
+    expect(keys).toEqual([`"${intent.key}"`]);
+  });
+
+  it('reset(), done anyway: reset() again resolves, and the name forms a new key', async () => {
+    const { store, client, stored } = setup();
+    const intent = await client.intent('pay');
+    store.fault = { op: 'delete', kind: 'late', nth: 1 };
+    await expect(intent.reset()).rejects.toMatchObject({
+      code: 'STORE_FAILED',
+      message: `${within('forgetting the intent')} It may be done anyway: call reset() again.`,
+    });
+    expect(await stored()).toBeUndefined();
+    await intent.reset();
+    expect((await client.intent('pay')).key).not.toBe(intent.key);
+  });
+
+  it('clear(), done anyway: clear() again resolves', async () => {
+    const { store, client, stored } = setup();
+    await client.intent('pay');
+    store.fault = { op: 'clear', kind: 'late', nth: 1 };
+    await expect(client.clear()).rejects.toMatchObject({
+      code: 'STORE_FAILED',
+      message: `${within('clearing the scope')} It may be done anyway: call clear() again.`,
+    });
+    expect(await stored()).toBeUndefined();
+    await client.clear();
   });
 });
 
