@@ -235,6 +235,8 @@ export class SqliteStore implements Store, ObservableStore {
    */
   async integrityCheck(options: { timeout?: number } = {}): Promise<string[]> {
     await this.open();
+    // Asked for before close() and opened after it began: close() has stopped the checks it saw.
+    if (this.#closed) throw this.#closedError();
     const check = startIntegrityCheck({
       file: this.file,
       lockTimeout: this.#lockTimeout,
@@ -266,8 +268,12 @@ export class SqliteStore implements Store, ObservableStore {
   }
 
   #call<K extends Op>(op: K, args: Calls[K][0]): Promise<Calls[K][1]> {
-    if (this.#closed) return Promise.reject(new StoreError(`The store over ${this.file} is closed.`));
+    if (this.#closed) return Promise.reject(this.#closedError());
     return this.#thread.call(op, args);
+  }
+
+  #closedError(): StoreError {
+    return new StoreError(`The store over ${this.file} is closed.`);
   }
 
   async #read(scope: string, name: string, peek = false): Promise<SeenRow> {
