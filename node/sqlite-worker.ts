@@ -292,12 +292,17 @@ const watchOpen = () =>
   });
 watchOpen();
 let heartbeat: ReturnType<typeof setInterval> | undefined;
+/** Waiting for every call received so far to have its answer (a close). */
+const whenAnswered: (() => void)[] = [];
+const allAnswered = (): Promise<void> =>
+  outstanding === 0 ? Promise.resolve() : new Promise((resolve) => whenAnswered.push(resolve));
 
 function answer(entry: (typeof outbox)[number]): void {
   outbox.push(entry);
   if (--outstanding === 0) {
     clearInterval(heartbeat);
     heartbeat = undefined;
+    for (const resolve of whenAnswered.splice(0)) resolve();
   }
   if (flushing) return;
   flushing = true;
@@ -319,7 +324,10 @@ port.on('message', (first: ToWorker) => {
 
 function receive(message: ToWorker): void {
   if (message.type === 'close') {
-    void opening
+    // After the answers of the calls received before it: one taken in the same drain may
+    // not have reached its write yet (a list's quarantine runs after its read).
+    void allAnswered()
+      .then(() => opening)
       .then((o) => o.close())
       .catch(() => undefined)
       // After the answers still waiting for their turn (setImmediate runs in order).
