@@ -53,12 +53,18 @@ export function startIntegrityCheck({ file, lockTimeout, timeout, hooks }: Integ
       reject(new StoreError(`oncely's integrity check of ${file} stopped before it answered.`)),
     );
   });
-  const stop = async () => {
-    await worker.terminate();
+  // Not waited for: a thread inside SQLite's native code (a long check, a stuck disk, a busy
+  // wait on a lock) stops only once it gets back to JavaScript. Unreferenced, it does not
+  // keep the process alive meanwhile.
+  const end = (error: StoreError) => {
+    fail(error);
+    worker.unref();
+    void worker.terminate().catch(() => undefined);
   };
+  const stop = async () =>
+    end(new StoreError(`oncely's integrity check of ${file} stopped before it answered: the store closed.`));
   const timer = setTimeout(() => {
-    fail(new StoreError(`oncely's integrity check of ${file} did not finish within ${timeout} ms; it was stopped.`));
-    void stop();
+    end(new StoreError(`oncely's integrity check of ${file} did not finish within ${timeout} ms; it was stopped.`));
   }, timeout);
   timer.unref?.();
   void result.then(
