@@ -24,10 +24,13 @@ try {
 }
 `;
 
+/** The longest delay a Node timer takes as given. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 export interface IntegrityCheckOptions {
   file: string;
   lockTimeout: number;
-  /** Past it the check is stopped and fails. */
+  /** Past it (ms, 0 or more; Infinity: never) the check is stopped and fails. */
   timeout: number;
   /** @internal tests only: [2] = 1 holds the check before it reads. */
   hooks?: SharedArrayBuffer;
@@ -63,10 +66,14 @@ export function startIntegrityCheck({ file, lockTimeout, timeout, hooks }: Integ
   };
   const stop = async () =>
     end(new StoreError(`oncely's integrity check of ${file} stopped before it answered: the store closed.`));
-  const timer = setTimeout(() => {
-    end(new StoreError(`oncely's integrity check of ${file} did not finish within ${timeout} ms; it was stopped.`));
-  }, timeout);
-  timer.unref?.();
+  // Past what a timer holds (Node would fire it after 1 ms), there is no bound to keep.
+  const timer =
+    timeout <= MAX_TIMER_MS
+      ? setTimeout(() => {
+          end(new StoreError(`oncely's integrity check of ${file} did not finish within ${timeout} ms; it was stopped.`));
+        }, timeout)
+      : undefined;
+  timer?.unref?.();
   void result.then(
     () => clearTimeout(timer),
     () => clearTimeout(timer),

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { StoreError } from '../src/errors.js';
+import { InvalidArgumentError, StoreError } from '../src/errors.js';
 import { StoreListeners } from '../src/store/listeners.js';
 import { intentId } from '../src/store/record-rules.js';
 import { validRecord } from '../src/store/record-schema.js';
@@ -231,16 +231,23 @@ export class SqliteStore implements Store, ObservableStore {
   /**
    * SQLite's `PRAGMA integrity_check`: `['ok']` for a sound file. Reads the whole file, on a
    * thread and a read-only connection of its own, so the store keeps serving meanwhile.
-   * Fails with a `StoreError` past `timeout` ms (default 10 minutes) or when the store closes.
+   * Fails with a `StoreError` past `timeout` ms (default 10 minutes; `Infinity`: no bound) or when the store closes,
+   * with an `InvalidArgumentError` for a timeout that is not a number of ms.
    */
   async integrityCheck(options: { timeout?: number } = {}): Promise<string[]> {
+    const timeout = options.timeout ?? 600_000;
+    if (typeof timeout !== 'number' || !(timeout >= 0)) {
+      throw new InvalidArgumentError(
+        `integrityCheck()'s timeout must be a number of ms, 0 or more (Infinity: no bound); got ${String(timeout)}.`,
+      );
+    }
     await this.open();
     // Asked for before close() and opened after it began: close() has stopped the checks it saw.
     if (this.#closed) throw this.#closedError();
     const check = startIntegrityCheck({
       file: this.file,
       lockTimeout: this.#lockTimeout,
-      timeout: options.timeout ?? 600_000,
+      timeout,
       hooks: this.#hooks,
     });
     this.#checks.add(check);
