@@ -43,7 +43,18 @@ export interface RunningCheck {
 }
 
 export function startIntegrityCheck({ file, lockTimeout, timeout, hooks }: IntegrityCheckOptions): RunningCheck {
-  const worker = new Worker(WORKER, { eval: true, workerData: { file, lockTimeout, hooks } });
+  let worker: Worker;
+  try {
+    worker = new Worker(WORKER, { eval: true, workerData: { file, lockTimeout, hooks } });
+  } catch (error) {
+    // The runtime refuses a thread (the permission model, out of memory or threads).
+    throw new StoreError(
+      `oncely could not start a thread to check ${file}: ${(error as Error)?.message ?? String(error)}`,
+      {
+        cause: error,
+      },
+    );
+  }
   let fail: (error: StoreError) => void = () => {};
   const result = new Promise<string[]>((resolve, reject) => {
     fail = reject;
@@ -70,7 +81,9 @@ export function startIntegrityCheck({ file, lockTimeout, timeout, hooks }: Integ
   const timer =
     timeout <= MAX_TIMER_MS
       ? setTimeout(() => {
-          end(new StoreError(`oncely's integrity check of ${file} did not finish within ${timeout} ms; it was stopped.`));
+          end(
+            new StoreError(`oncely's integrity check of ${file} did not finish within ${timeout} ms; it was stopped.`),
+          );
         }, timeout)
       : undefined;
   timer?.unref?.();

@@ -101,7 +101,18 @@ export class SqliteThread {
         ),
       );
     }
-    const worker = this.#worker ?? this.#start();
+    let worker: Worker;
+    try {
+      worker = this.#worker ?? this.#start();
+    } catch (error) {
+      // The runtime refuses a thread (the permission model, out of memory or threads): nothing was sent.
+      return Promise.reject(
+        new StoreError(
+          `oncely could not start the database thread for ${this.#config.file}: ${(error as Error)?.message ?? String(error)}. Nothing was written.`,
+          { cause: error },
+        ),
+      );
+    }
     const promise = new Promise<Calls[K][1]>((resolve, reject) => {
       const id = nextId++;
       this.#pending.set(id, { op, resolve: resolve as (value: unknown) => void, reject });
