@@ -235,7 +235,10 @@ const handlers: Handlers = {
       return undefined;
     }),
   list: async (o, { scope, states, now }) => {
-    const rows = await read(() => o.rows.list(scope, states));
+    // Behind writes still waiting, as `read`: a caller's earlier write is in its later list.
+    const rows = o.queue.busy
+      ? await write(o, false, () => o.rows.list(scope, states))
+      : await read(() => o.rows.list(scope, states));
     const records: IntentRecord[] = [];
     const bad: string[] = [];
     for (const row of rows) {
