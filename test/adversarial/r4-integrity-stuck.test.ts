@@ -10,7 +10,10 @@ import { testHooks } from '../../node/sqlite-thread.js';
 import { StoreError } from '../../src/errors.js';
 import { tempStoreDir } from '../fixtures/store-dirs.js';
 
-const threads = vi.hoisted(() => ({ stuck: [] as { terminate(): Promise<number> }[], realTerminate: [] as (() => Promise<number>)[] }));
+const threads = vi.hoisted(() => ({
+  stuck: [] as { terminate(): Promise<number> }[],
+  realTerminate: [] as (() => Promise<number>)[],
+}));
 
 vi.mock('node:worker_threads', async (importOriginal) => {
   const real = await importOriginal<typeof import('node:worker_threads')>();

@@ -9,7 +9,7 @@ import { SqliteStore } from '../../node/sqlite-store.js';
 import { OncelyError, StoreError } from '../../src/errors.js';
 import { tempStoreDir } from '../fixtures/store-dirs.js';
 
-const refuse = vi.hoisted(() => ({ when: (_script: string | URL) => false }));
+const refuse = vi.hoisted(() => ({ when: (_script: string | URL): boolean => false }));
 
 vi.mock('node:worker_threads', async (importOriginal) => {
   const real = await importOriginal<typeof import('node:worker_threads')>();
@@ -58,5 +58,4 @@ describe('r4: a thread the runtime refuses to start', () => {
     refuse.when = () => false;
     expect(await s.integrityCheck()).toEqual(['ok']);
   });
-
 });
