@@ -3,11 +3,14 @@
  * every check, including one asked for just before close() whose thread starts after.
  * A hook holds the check before it reads; nothing is timed.
  */
+import path from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SqliteStore } from '../../node/sqlite-store.js';
 import { testHooks } from '../../node/sqlite-thread.js';
 import { StoreError } from '../../src/errors.js';
 import { tempStoreDir } from '../fixtures/store-dirs.js';
+import { intentRecord } from '../store-conformance.js';
 
 const cleanups: (() => Promise<unknown> | unknown)[] = [];
 afterEach(async () => {
@@ -53,5 +56,18 @@ describe('r4: integrityCheck and close', () => {
     await store.close();
     release();
     expect(await check).toEqual({ error: expect.any(StoreError) });
+  });
+
+  it('two checks at once, frames not yet checkpointed and a write open in another connection: both read ok', async () => {
+    const { dir, remove } = await tempStoreDir();
+    const store = new SqliteStore({ dir, fsync: false });
+    cleanups.push(remove, () => store.close());
+    await Promise.all(Array.from({ length: 300 }, (_, i) => store.claim(intentRecord('s', `n${i}`))));
+    const other = new DatabaseSync(path.join(dir, 'intents.db'));
+    cleanups.push(() => other.close());
+    other.exec('BEGIN IMMEDIATE');
+    other.exec("INSERT INTO meta (key, value) VALUES ('r4', 'uncommitted')");
+    expect(await Promise.all([store.integrityCheck(), store.integrityCheck()])).toEqual([['ok'], ['ok']]);
+    other.exec('ROLLBACK');
   });
 });
