@@ -54,7 +54,10 @@ const NAMES =
 
 /**
  * The rows travel as one JSON parameter (any driver passes text; no array encoding),
- * sorted by (scope, name) so that concurrent groups lock rows in one order.
+ * sorted by (scope, name). Groups lock rows in one order, so two (two machines) never wait
+ * for each other in a cycle: an insert in the JSON's order; a compare-and-set locks its rows
+ * first, in primary-key order, as its UPDATE's join locks them in the order its plan reads
+ * the table (a hash join over a sequential scan: where each row's current version lies).
  */
 function groupSql(kind: WriteKind, relaxed: boolean): string {
   const returning = `RETURNING t.scope, t.name, t.version${relaxed ? `, ${RELAXED}` : ''}`;
@@ -63,12 +66,21 @@ function groupSql(kind: WriteKind, relaxed: boolean): string {
             SELECT ${NAMES} FROM json_to_recordset($1::json) AS v(${COLUMNS}) WHERE ${LOCK_WAIT}
             ON CONFLICT (scope, name) DO NOTHING ${returning}`;
   // The identity (key, created_at) and version each write saw, as in the single compare-and-set.
-  return `UPDATE oncely_intents t SET key = v.key, state = v.state, fingerprint = v.fingerprint,
+  // A sub-SELECT per row, over the rows sorted first, locks in that order whatever the plan;
+  // the UPDATE then writes only rows the statement already holds (`locked`): it never waits.
+  return `WITH v AS MATERIALIZED (
+            SELECT j.*, (SELECT true FROM oncely_intents l
+                         WHERE l.scope = j.scope AND l.name = j.name AND l.version = j.seen_version
+                           AND l.key = j.seen_key AND l.created_at = j.seen_created_at
+                         FOR NO KEY UPDATE) AS locked
+            FROM (SELECT * FROM json_to_recordset($1::json)
+                    AS j(${COLUMNS}, seen_version bigint, seen_key text, seen_created_at bigint)
+                  WHERE ${LOCK_WAIT} ORDER BY scope, name) j)
+          UPDATE oncely_intents t SET key = v.key, state = v.state, fingerprint = v.fingerprint,
             attempts = v.attempts, created_at = v.created_at, updated_at = v.updated_at, ttl = v.ttl,
             status = v.status, lease_owner = v.lease_owner, lease_until = v.lease_until, version = t.version + 1
-          FROM json_to_recordset($1::json) AS v(${COLUMNS}, seen_version bigint, seen_key text, seen_created_at bigint)
-          WHERE t.scope = v.scope AND t.name = v.name AND t.version = v.seen_version
-            AND t.key = v.seen_key AND t.created_at = v.seen_created_at AND ${LOCK_WAIT}
+          FROM v WHERE v.locked AND t.scope = v.scope AND t.name = v.name AND t.version = v.seen_version
+            AND t.key = v.seen_key AND t.created_at = v.seen_created_at
           ${returning}`;
 }
 
