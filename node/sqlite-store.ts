@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { InvalidArgumentError, StoreError } from '../src/errors.js';
 import { StoreListeners } from '../src/store/listeners.js';
-import { intentId } from '../src/store/record-rules.js';
+import { checkStorable, intentId } from '../src/store/record-rules.js';
 import { validRecord } from '../src/store/record-schema.js';
 import type {
   ClaimOptions,
@@ -134,6 +134,7 @@ export class SqliteStore implements Store, ObservableStore {
 
   async claim(fresh: IntentRecord, options: ClaimOptions = {}): Promise<ClaimResult> {
     const record = validRecord(fresh, fresh.scope, fresh.name);
+    checkStorable(record.scope, record.name);
     void options; // Always strict: an acknowledged claim survives a power cut, because the app may act on its key.
     const row = rowValue(record);
     const claimed = await this.#call('claim', { scope: record.scope, name: record.name, row, now: this.#now() });
@@ -143,6 +144,7 @@ export class SqliteStore implements Store, ObservableStore {
   }
 
   async get(scope: string, name: string): Promise<IntentRecord | undefined> {
+    checkStorable(scope, name);
     const row = await this.#read(scope, name);
     return row.record;
   }
@@ -160,6 +162,7 @@ export class SqliteStore implements Store, ObservableStore {
     updater: RecordUpdater,
     options: WriteOptions = {},
   ): Promise<IntentRecord | undefined> {
+    checkStorable(scope, name);
     const strict = options.durability !== 'relaxed';
     // Not seen yet: guessed empty (what a one-step send meets), which the write checks.
     let seen: SeenRow = this.#seen.get(rowId(scope, name)) ?? {};
@@ -198,17 +201,20 @@ export class SqliteStore implements Store, ObservableStore {
   }
 
   async delete(scope: string, name: string, key?: string, options: DeleteOptions = {}): Promise<void> {
+    checkStorable(scope, name);
     this.#seen.delete(rowId(scope, name));
     await this.#call('delete', { scope, name, key, keepPending: options.keepPending });
   }
 
   /** The records of `scope`. Bad rows met are quarantined (salvaged keys are listed as unknown). */
   async list(scope: string, states?: readonly IntentState[]): Promise<IntentRecord[]> {
+    checkStorable(scope);
     return this.#call('list', { scope, states, now: this.#now() });
   }
 
   /** Removes the scope's intents and its quarantined records (with `keepPending`, only settled and unsent intents). */
   async clear(scope: string, options: DeleteOptions = {}): Promise<void> {
+    checkStorable(scope);
     this.#seen.clear();
     await this.#call('clear', { scope, keepPending: options.keepPending });
   }
@@ -218,6 +224,7 @@ export class SqliteStore implements Store, ObservableStore {
    * most `limit` (default `sweepBatch`); the next call goes on with the next oldest.
    */
   async sweep(scope: string, now: number, options: SweepOptions = {}): Promise<number> {
+    checkStorable(scope);
     const limit = Math.max(1, Math.floor(options.limit ?? this.#sweepBatch) || this.#sweepBatch);
     this.#seen.clear();
     return this.#call('sweep', { scope, now, limit });

@@ -1,5 +1,5 @@
 import { InvalidArgumentError, InvalidKeyError, StoreError } from '../src/errors.js';
-import { intentId, SWEEPABLE_STATES } from '../src/store/record-rules.js';
+import { checkStorable, intentId, SWEEPABLE_STATES } from '../src/store/record-rules.js';
 import { validRecord } from '../src/store/record-schema.js';
 import type {
   ClaimOptions,
@@ -145,6 +145,7 @@ export class PostgresStore implements Store {
 
   async claim(fresh: IntentRecord, options: ClaimOptions = {}): Promise<ClaimResult> {
     const record = validRecord(fresh, fresh?.scope, fresh?.name);
+    checkStorable(record.scope, record.name);
     const context = { scope: record.scope, intent: record.name };
     const tx = options.transaction;
     if (tx !== undefined && (typeof (tx as Queryable)?.query !== 'function' || isPool(tx as Queryable)))
@@ -186,6 +187,7 @@ export class PostgresStore implements Store {
   }
 
   async get(scope: string, name: string): Promise<IntentRecord | undefined> {
+    checkStorable(scope, name);
     const stored = await this.#read(scope, name);
     return stored && { ...stored.record };
   }
@@ -196,6 +198,7 @@ export class PostgresStore implements Store {
     updater: RecordUpdater,
     options: WriteOptions = {},
   ): Promise<IntentRecord | undefined> {
+    checkStorable(scope, name);
     const context = { scope, intent: name };
     const relaxed = options.durability === 'relaxed';
     let guess = this.#versions.get(intentId(scope, name));
@@ -264,6 +267,7 @@ export class PostgresStore implements Store {
   }
 
   async delete(scope: string, name: string, key?: string, options: DeleteOptions = {}): Promise<void> {
+    checkStorable(scope, name);
     this.#versions.delete(intentId(scope, name));
     const keep = options.keepPending;
     await this.query(
@@ -290,6 +294,7 @@ export class PostgresStore implements Store {
   }
 
   async list(scope: string, states?: readonly IntentState[]): Promise<IntentRecord[]> {
+    checkStorable(scope);
     if (states?.length === 0) return [];
     const result = await this.query(
       states
@@ -309,6 +314,7 @@ export class PostgresStore implements Store {
 
   /** Deletes in bounded batches, so that no single statement holds many row locks for long. */
   async clear(scope: string, options: DeleteOptions = {}): Promise<void> {
+    checkStorable(scope);
     const keep = options.keepPending;
     for (const [id, stored] of this.#versions) if (stored.record.scope === scope) this.#versions.delete(id);
     for (;;) {
@@ -332,6 +338,7 @@ export class PostgresStore implements Store {
    * a crash is done again by the next sweep, and any later write's flush carries it.
    */
   async sweep(scope: string, now: number, options: SweepOptions = {}): Promise<number> {
+    checkStorable(scope);
     const limit = options.limit ?? this.#sweepBatch;
     if (limit !== undefined && !(Number.isSafeInteger(limit) && limit >= 0))
       throw new InvalidArgumentError('sweep limit must be a non-negative integer.', { scope });

@@ -14,7 +14,7 @@ import { newRecord } from './intent/transitions.js';
 import { ietf, type Profile } from './profiles/profiles.js';
 import { checkMs, MAX_TIMER, type RetryOptions, resolveRetryOptions } from './retry/policy.js';
 import { MemoryStore } from './store/memory-store.js';
-import { isPending, PENDING_STATES, pastRetention } from './store/record-rules.js';
+import { isPending, PENDING_STATES, pastRetention, wellFormed } from './store/record-rules.js';
 import type { IntentRecord, IntentState, ObservableStore, Store } from './store/store.js';
 
 export interface ClientOptions {
@@ -183,13 +183,6 @@ export interface Client {
 
 const isObservable = (store: Store): store is Store & ObservableStore =>
   typeof (store as Partial<ObservableStore>).subscribe === 'function';
-
-/**
- * No lone surrogates: SQLite and PostgreSQL keep names as UTF-8, where two different lone
- * surrogates would both become U+FFFD, one name for two intents.
- */
-const wellFormed = (text: string): boolean =>
-  !/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(text);
 
 const ms = (value: unknown, name: string, fallback: number): number =>
   value === undefined ? fallback : checkMs(value, name, true);

@@ -1,4 +1,21 @@
+import { InvalidArgumentError } from '../errors.js';
 import type { IntentRecord, IntentState } from './store.js';
+
+/**
+ * No lone surrogates: SQLite and PostgreSQL keep names as UTF-8, where two different lone
+ * surrogates would both become U+FFFD, one name for two intents.
+ */
+export const wellFormed = (text: string): boolean =>
+  !/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(text);
+
+/** For a store that keeps names as UTF-8 (SQLite, PostgreSQL): refuses a scope or name two intents could share. */
+export function checkStorable(scope: string, name?: string): void {
+  if (wellFormed(scope) && (name === undefined || wellFormed(name))) return;
+  throw new InvalidArgumentError(
+    'An intent scope or name with a lone surrogate (not well-formed Unicode) cannot be stored: as UTF-8 it would be the same as another. Use well-formed strings (String.prototype.toWellFormed()).',
+    { scope, ...(name !== undefined && { intent: name }) },
+  );
+}
 
 /** The retention of a record written before records carried their own `ttl`. */
 export const DEFAULT_RECORD_TTL = 24 * 60 * 60 * 1000;
