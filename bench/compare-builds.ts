@@ -1,0 +1,73 @@
+/**
+ * Two or more builds of oncely against each other, interleaved in one process: the way
+ * to tell a change from the noise of a shared machine, which moves a single run's ratios
+ * by 2–3×. Each round times bare ky, then each build (order rotated per round) with a
+ * fresh SqliteStore: `client.send()` and `intent()` + `post()`, sequentially.
+ *
+ *   npm run build && git worktree add /tmp/before <commit> && (cd /tmp/before && npm ci && npm run build)
+ *   node bench/compare-builds.ts /tmp/before/dist dist [rounds = 6] [requests = 300]
+ *
+ * Prints each build's median time per request and, per round, its ratio to the first
+ * build (below 1: faster).
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { loadavg, tmpdir } from 'node:os';
+import path from 'node:path';
+import ky from 'ky';
+import { startServer } from './server-process.ts';
+import { fmtRatio, spread } from './stats.ts';
+
+const args = process.argv.slice(2);
+const builds = args.filter((arg) => Number.isNaN(Number(arg))).map((dist) => path.resolve(dist));
+const [rounds = 6, requests = 300] = args.filter((arg) => !Number.isNaN(Number(arg))).map(Number);
+if (builds.length < 2) throw new Error('usage: node bench/compare-builds.ts <dist> <dist> [...] [rounds] [requests]');
+
+const server = await startServer();
+const payload = { amount: 1999, currency: 'eur', cart: 'cart_42', items: [{ sku: 'A-1', qty: 2 }] };
+const loaded = await Promise.all(
+  builds.map(async (dist) => ({
+    core: await import(path.join(dist, 'src/index.js')),
+    node: await import(path.join(dist, 'node/sqlite-store.js')),
+  })),
+);
+const perRequest = async (run: (i: number) => Promise<unknown>) => {
+  const started = performance.now();
+  for (let i = 0; i < requests; i++) await run(i);
+  return ((performance.now() - started) / requests) * 1000;
+};
+const kinds = ['send', 'intent+post'] as const;
+const times = {
+  ky: [] as number[],
+  ...Object.fromEntries(kinds.map((k) => [k, builds.map(() => [] as number[])])),
+} as {
+  ky: number[];
+} & Record<(typeof kinds)[number], number[][]>;
+const load = [loadavg()[0]!];
+for (let round = 0; round < rounds; round++) {
+  times.ky.push(await perRequest(() => ky.post(`${server.baseUrl}ok`, { json: payload }).json()));
+  for (let k = 0; k < builds.length; k++) {
+    const b = (k + round) % builds.length;
+    const { core, node } = loaded[b]!;
+    const dir = await mkdtemp(path.join(tmpdir(), 'oncely-bench-builds-'));
+    const store = new node.SqliteStore({ dir });
+    await store.open();
+    const client = core.createClient({ baseUrl: server.baseUrl, store, scope: 'bench' });
+    times.send[b]!.push(await perRequest((i) => client.send(`s${i}`, 'POST', 'ok', { json: payload })));
+    times['intent+post'][b]!.push(
+      await perRequest(async (i) => (await client.intent(`i${i}`)).post('ok', { json: payload })),
+    );
+    await client.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+load.push(loadavg()[0]!);
+console.log(`bare ky: ${spread(times.ky).median.toFixed(0)} µs per request`);
+for (const kind of kinds) {
+  for (const [b, dist] of builds.entries()) {
+    const own = times[kind][b]!;
+    const ratio = b === 0 ? '' : `; / first build ${fmtRatio(spread(own.map((t, r) => t / times[kind][0]![r]!)))}`;
+    console.log(`${kind.padEnd(11)} ${dist}: ${spread(own).median.toFixed(0)} µs per request${ratio}`);
+  }
+}
+console.log(`${rounds} rounds of ${requests}; load ${load.map((l) => l.toFixed(1)).join(' → ')}`);
+await server.close();
