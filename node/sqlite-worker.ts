@@ -333,7 +333,7 @@ function receive(message: ToWorker): void {
       .then(() => opening)
       .then((o) => o.close())
       .catch(() => undefined)
-      // After the answers still waiting for their turn (setImmediate runs in order).
+      // After the last answers, which go out on a tick: this waits a turn of the loop.
       .finally(() => setImmediate(() => post({ type: 'closed' })));
     return;
   }

@@ -6,6 +6,7 @@
  * Store-agnostic: no file, IndexedDB or Node specifics.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { InvalidArgumentError } from '../src/errors.js';
 import type { IntentRecord, IntentState, Store } from '../src/store/store.js';
 
 export interface ConformanceStore {
@@ -36,6 +37,26 @@ export function intentRecord(scope: string, name: string, extra: Partial<IntentR
     updatedAt: T0,
     ...extra,
   };
+}
+
+/**
+ * For stores that keep names as UTF-8 (SQLite, PostgreSQL), where two names with different
+ * lone surrogates would be one row: every method refuses them; a well-formed pair is kept.
+ */
+export async function expectLoneSurrogatesRefused(store: Store): Promise<void> {
+  for (const bad of ['\ud800', 'a\udc00b', '\udbff']) {
+    await expect(store.claim(intentRecord('u1', bad))).rejects.toBeInstanceOf(InvalidArgumentError);
+    await expect(store.claim(intentRecord(bad, 'n'))).rejects.toBeInstanceOf(InvalidArgumentError);
+    await expect(store.get('u1', bad)).rejects.toBeInstanceOf(InvalidArgumentError);
+    await expect(store.update('u1', bad, () => intentRecord('u1', bad))).rejects.toBeInstanceOf(InvalidArgumentError);
+    await expect(store.delete('u1', bad)).rejects.toBeInstanceOf(InvalidArgumentError);
+    await expect(store.list(bad)).rejects.toBeInstanceOf(InvalidArgumentError);
+    await expect(store.clear(bad)).rejects.toBeInstanceOf(InvalidArgumentError);
+    await expect(store.sweep(bad, Date.now())).rejects.toBeInstanceOf(InvalidArgumentError);
+  }
+  // A well-formed pair is one character: stored and found as itself.
+  await store.claim(intentRecord('u1', 'card \ud83d\udcb3'));
+  expect((await store.list('u1')).map((record) => record.name)).toContain('card \ud83d\udcb3');
 }
 
 const byName = (records: IntentRecord[]) => records.map((record) => record.name).sort();
