@@ -36,6 +36,7 @@ test.each([
   [['check', 'http://127.0.0.1:1/x'], 'One of --json and --form is required'],
   [['check', 'http://127.0.0.1:1/x', '--json', '{}', '--form', 'a=1'], 'One of --json and --form is required'],
   [['check', 'http://a/x', '--json', '{}', '--rounds', '0'], '--rounds must be an integer from 1 to 10'],
+  [['check', 'http://a/x', '--json', '{}', '--max-rounds', '2'], '--max-rounds must be an integer from 3 to 50'],
   [['check', 'http://127.0.0.1:1/x', '--json', '{amount:1}'], '--json is not valid JSON'],
   [['check', 'ftp://x/y', '--json', '{}'], 'needs an http(s) URL'],
   [['check', 'http://a/x', 'http://b/y', '--json', '{}'], 'takes one URL'],
@@ -80,7 +81,9 @@ test('the cap: the check refuses a plan over --max-requests before sending', asy
   const { contract, url } = await mockUrl();
   const { code, err } = await run('check', url, '--json', '{"amount":1}', '--max-requests', '12');
   expect(code).toBe(2);
-  expect(err).toContain('needs up to 76 requests but --max-requests is 12');
+  expect(err).toContain(
+    'needs up to 76 requests but --max-requests is 12: raise it, or lower --concurrency or --max-rounds',
+  );
   expect(contract.requests).toHaveLength(0);
 });
 

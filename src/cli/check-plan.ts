@@ -56,7 +56,7 @@ export function checkPlan(input: PlanInput): PlanStep[] {
       id: 'key-bare',
       requests: 4,
       effects: 4,
-      what: 'fresh key sent bare (k), likewise; two fresh keys must give two resources; when one encoding is refused, a fresh key in the other (the control: was the refusal about the encoding?)',
+      what: 'fresh key sent bare (k), likewise; two fresh keys must give two resources; when only one encoding is accepted, a fresh key in it again (the control: was the refusal about the encoding?)',
     },
     {
       id: 'key-same',

@@ -74,7 +74,7 @@ export function planFor(options: CheckOptions): { plan: PlanStep[]; requests: nu
   const totals = planTotals(plan);
   if (totals.requests > resolved.maxRequests)
     throw new InvalidArgumentError(
-      `The check needs up to ${totals.requests} requests but --max-requests is ${resolved.maxRequests}: raise it or lower --concurrency.`,
+      `The check needs up to ${totals.requests} requests but --max-requests is ${resolved.maxRequests}: raise it, or lower --concurrency or --max-rounds.`,
     );
   return { plan, ...totals };
 }
