@@ -142,3 +142,13 @@ test('a repeat answered with a 500 (sent twice): key order and number type are n
   expect(severities(report.findings)).toMatchObject({ replay: 'pass', race: 'pass' });
   expect(report.verdict).toBe('passed');
 });
+
+test('answers that cannot be told apart (no id, no Location, empty bodies): the race and the replay are not measured', async () => {
+  const fetch: typeof globalThis.fetch = async (_url, init) =>
+    new Response(null, { status: init?.method === 'OPTIONS' ? 204 : 201 });
+  const report = await runCheck({ url: 'http://127.0.0.1:9/payments', json: body, fetch });
+  expect(severities(report.findings)).toMatchObject({ identity: 'warn', replay: 'unmeasured', race: 'unmeasured' });
+  const find = (id: string) => report.findings.find((f) => f.id === id)!;
+  for (const id of ['replay', 'race']) expect(find(id).remedy).toContain('(a field `id`, or a Location header)');
+  expect(report).toMatchObject({ verdict: 'inconclusive', failed: true });
+});
