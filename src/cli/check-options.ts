@@ -105,7 +105,7 @@ export interface ResolvedCheckOptions {
 }
 
 /** In a body, `{{key}}` stands for a value unique to each key (a UUID of the key). */
-export const PLACEHOLDER = '{{key}}';
+const PLACEHOLDER = '{{key}}';
 const ENCODED_PLACEHOLDER = encodeURIComponent(PLACEHOLDER);
 
 /** `value` with `{{key}}` replaced by `token` in every string (names included). */
