@@ -297,6 +297,13 @@ export function createClient(options: ClientOptions, noStore = 'createClient nee
   const guarded = <T>(what: string, run: () => Promise<T>, extra: { intent?: string } = {}) =>
     storeCall(ctx, what, run, { scope, ...extra });
   const sweep = () => guarded('sweeping', () => store.sweep(scope, now()));
+  /** Refuses (`clear()`) while an intent of the scope may have taken effect unanswered. */
+  const refusePending = async () => {
+    const t = now();
+    const records = await guarded('listing intents', () => store.list(scope));
+    const names = records.filter((r) => isPending(r, t)).map((r) => r.name);
+    if (names.length > 0) throw new IntentPendingError({ scope, names });
+  };
 
   const client: Client = {
     scope,
@@ -363,16 +370,15 @@ export function createClient(options: ClientOptions, noStore = 'createClient nee
       }));
     },
     async clear(clearOptions = {}) {
-      const force = clearOptions.force === true;
-      if (!force) {
-        const t = now();
-        const records = await guarded('listing intents', () => store.list(scope));
-        const names = records.filter((r) => isPending(r, t)).map((r) => r.name);
-        if (names.length > 0) throw new IntentPendingError({ scope, names });
+      if (clearOptions.force === true) {
+        await guarded('clearing the scope', () => store.clear(scope, {}));
+        coordinator.clearNotes?.(scope); // notes of sent intents go with them
+        return;
       }
-      // Pending ones are kept by the store too: one may have been sent since the list.
-      await guarded('clearing the scope', () => store.clear(scope, force ? {} : { keepPending: now() }));
-      if (force) coordinator.clearNotes?.(scope); // notes of sent intents go with them
+      await refusePending();
+      // Pending ones are kept by the store too: one sent since the list is kept, and refused.
+      await guarded('clearing the scope', () => store.clear(scope, { keepPending: now() }));
+      await refusePending();
     },
     sweep,
     on: (type, listener) => hub.on(type, listener),
