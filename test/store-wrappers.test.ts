@@ -13,6 +13,9 @@ import { IdbStore } from '../browser/idb-store.js';
 import { createClient as createNodeClient } from '../node/default.js';
 import { SqliteStore } from '../node/sqlite-store.js';
 import { LocalCoordinator } from '../src/coordinator/coordinator.js';
+import { ietf } from '../src/profiles/profiles.js';
+import { checkedStore } from '../src/store/checked-store.js';
+import { MemoryStore } from '../src/store/memory-store.js';
 import type { IntentRecord, ObservableStore, Store } from '../src/store/store.js';
 import { tempStoreDir } from './fixtures/store-dirs.js';
 import { intentRecord } from './store-conformance.js';
@@ -53,6 +56,10 @@ afterEach(async () => {
   else process.env.ONCELY_STATE_DIR = saved;
 });
 
+class ClosingMemoryStore extends MemoryStore {
+  async close() {}
+}
+
 /** Every wrapper of a store that src/, node/, browser/ and postgres/ build. */
 const WRAPPERS: Record<string, () => Promise<Wrapper>> = {
   // node/default.ts defaultStore(): the process's shared SqliteStore, one view per client.
@@ -71,6 +78,11 @@ const WRAPPERS: Record<string, () => Promise<Wrapper>> = {
     });
     return { store: client.store, inner: IdbStore };
   },
+  // src/client.ts: what the engine calls, every answer checked (checkedStore).
+  'the engine’s view of any store (checkedStore)': async () => ({
+    store: checkedStore(new ClosingMemoryStore(), ietf.encodeKey),
+    inner: ClosingMemoryStore,
+  }),
 };
 
 /**
@@ -125,7 +137,7 @@ describe('every Store method, with every argument, through every wrapper the lib
   it('every function of src/, node/, browser/ and postgres/ that returns a store is in the table above', async () => {
     // Not wrappers: they open a store of their own.
     const OPENERS = ['openSqliteStore', 'openBrowserStore'];
-    const WRAPPING = ['defaultStore', 'lazyStore'];
+    const WRAPPING = ['defaultStore', 'lazyStore', 'checkedStore'];
     const found: string[] = [];
     for (const dir of ['src', 'node', 'browser', 'postgres'])
       for (const file of await readdir(dir, { recursive: true })) {

@@ -1,4 +1,5 @@
 import { type ErrorContext, OncelyError, StoreError } from '../errors.js';
+import { StoreAnswerError } from '../store/checked-store.js';
 import type { ClientContext } from './context.js';
 
 /**
@@ -96,6 +97,15 @@ export async function storeCall<T>(
     // Ours already (a corrupt record), unless it would say nothing left when something did.
     if (error instanceof OncelyError && (error.sent || !context.sent)) throw error;
     const reason = String((error as Error)?.message ?? error).replace(/\.$/, '');
+    // A store that answered wrongly may have done the write anyway, as one that answered late.
+    if (error instanceof StoreAnswerError)
+      throw new StoreError(
+        `The store answered wrongly (${what}): ${reason}.${context.sent ? SENT : (LATE[what] ?? NOT_SENT)}`,
+        {
+          ...context,
+          cause: error,
+        },
+      );
     throw new StoreError(`The store failed (${what}): ${reason}.${sent}`, {
       ...context,
       cause: error,
