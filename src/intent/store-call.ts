@@ -97,16 +97,9 @@ export async function storeCall<T>(
     // Ours already (a corrupt record), unless it would say nothing left when something did.
     if (error instanceof OncelyError && (error.sent || !context.sent)) throw error;
     const reason = String((error as Error)?.message ?? error).replace(/\.$/, '');
-    // A store that answered wrongly may have done the write anyway, as one that answered late.
-    if (error instanceof StoreAnswerError)
-      throw new StoreError(
-        `The store answered wrongly (${what}): ${reason}.${context.sent ? SENT : (LATE[what] ?? NOT_SENT)}`,
-        {
-          ...context,
-          cause: error,
-        },
-      );
-    throw new StoreError(`The store failed (${what}): ${reason}.${sent}`, {
+    // An in_flight write answered wrongly may have landed anyway, as one answered late.
+    const then = error instanceof StoreAnswerError && !context.sent && LATE[what] === IN_FLIGHT ? IN_FLIGHT : sent;
+    throw new StoreError(`The store failed (${what}): ${reason}.${then}`, {
       ...context,
       cause: error,
     });

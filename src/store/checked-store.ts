@@ -1,5 +1,3 @@
-import { isPrintableAscii } from '../profiles/sf-string.js';
-import { intentId } from './record-rules.js';
 import { parseRecord } from './record-schema.js';
 import type { IntentRecord, Store } from './store.js';
 
@@ -10,62 +8,38 @@ import type { IntentRecord, Store } from './store.js';
  */
 export class StoreAnswerError extends Error {}
 
-/** A short, secret-free description of a value a store answered. */
-function shape(value: unknown): string {
-  if (value === null || value === undefined) return String(value);
-  if (Array.isArray(value)) return `an array of ${value.length}`;
-  if (typeof value === 'object') return 'an object';
-  return typeof value === 'number' ? `the number ${value}` : `a ${typeof value}`;
-}
+const fail = (text: string): never => {
+  throw new StoreAnswerError(text);
+};
 
-/**
- * `value` as a valid record of `scope` (and `name`), or a StoreAnswerError that says which
- * call `gave` it (`get() answered`) and what was wrong.
- */
+/** What a value a store answered is, in a word (never its content). */
+const shape = (value: unknown) => (value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value);
+
+/** `value` as a valid record of `scope` (and `name`), or a StoreAnswerError: what `gave` it (`get() answered`) and what was wrong. */
 function recordOf(gave: string, value: unknown, scope: string, name?: string): IntentRecord {
   const parsed = parseRecord(value);
-  if ('reason' in parsed) {
-    const object = typeof value === 'object' && value !== null && !Array.isArray(value);
-    throw new StoreAnswerError(`${gave} ${object ? `an ${parsed.reason}` : `${shape(value)}, not an intent record`}`);
-  }
+  if ('reason' in parsed) return fail(`${gave} ${shape(value) === 'object' ? `an ${parsed.reason}` : shape(value)}`);
   const { record } = parsed;
   if (record.scope !== scope || (name !== undefined && record.name !== name))
-    throw new StoreAnswerError(
-      `${gave} the record of intent ${intentId(record.scope, record.name)} for ${name === undefined ? `scope ${JSON.stringify(scope)}` : intentId(scope, name)}`,
-    );
+    fail(`${gave} the record of another intent or scope`);
   return record;
 }
 
-const HEADER_VALUE = /^[\x21-\x7e\x80-\xff](?:[\t\x20-\x7e\x80-\xff]*[\x21-\x7e\x80-\xff])?$/;
+/** Printable ASCII with no space at either end (as `validateKey`): what a header carries unchanged. */
+const SENDABLE = /^[!-~](?:[ -~]*[!-~])?$/;
 
-/**
- * Why `key` cannot go on the wire as this client sends it (`encodeKey`: the profile's), or
- * `undefined`: printable ASCII with no space at either end (as `validateKey`), and a header
- * value that HTTP carries unchanged once encoded.
- */
-function unsendable(key: string, encodeKey: (key: string) => string): string | undefined {
-  if (!isPrintableAscii(key) || key.trim() !== key)
-    return 'a key that is not printable ASCII without spaces at either end (e.g. CR, LF)';
-  let encoded: unknown;
+/** True when `key`, and the header value the profile makes of it, go on the wire unchanged (no CR, LF…). */
+function sendable(key: string, encodeKey: (key: string) => string): boolean {
   try {
-    encoded = encodeKey(key);
+    return SENDABLE.test(key) && SENDABLE.test(encodeKey(key));
   } catch {
-    return "a key the profile's encodeKey refuses";
+    return false;
   }
-  return typeof encoded === 'string' && HEADER_VALUE.test(encoded)
-    ? undefined
-    : "a key whose header value (as the profile's encodeKey writes it) HTTP would not carry unchanged";
 }
 
 /** The fields by which the answer of a write must be the record the updater wrote. */
-const differences = (stored: IntentRecord, wrote: IntentRecord): string[] =>
-  [
-    stored.key !== wrote.key && 'key',
-    stored.state !== wrote.state && 'state',
-    stored.lease?.owner !== wrote.lease?.owner && 'lease owner',
-    stored.fingerprint !== wrote.fingerprint && 'fingerprint',
-    stored.attempts !== wrote.attempts && 'attempts',
-  ].filter((field): field is string => field !== false);
+const written = (record: IntentRecord) =>
+  [record.key, record.state, record.lease?.owner, record.fingerprint, record.attempts].join('\n');
 
 /**
  * The store as the engine uses it: every call goes to `store` with every argument it was
@@ -78,20 +52,15 @@ const differences = (stored: IntentRecord, wrote: IntentRecord): string[] =>
 export function checkedStore(store: Store, encodeKey: (key: string) => string): Store {
   return {
     async claim(...args) {
-      const [fresh] = args;
-      const answer: unknown = await store.claim(...args);
-      const { record: value, created } = ((typeof answer === 'object' && answer) || {}) as Record<string, unknown>;
-      if (typeof answer !== 'object' || answer === null || typeof created !== 'boolean')
-        throw new StoreAnswerError(`claim() answered ${shape(answer)}, not { record, created }`);
-      const record = recordOf('claim() answered', value, fresh.scope, fresh.name);
-      const bad = unsendable(record.key, encodeKey);
-      if (bad) throw new StoreAnswerError(`claim() answered a record with ${bad}`);
-      return { record, created };
+      const answer = (await store.claim(...args)) as { record?: unknown; created?: unknown } | undefined;
+      if (typeof answer?.created !== 'boolean') fail(`claim() answered ${shape(answer)}, not { record, created }`);
+      const record = recordOf('claim() answered', answer!.record, args[0].scope, args[0].name);
+      if (!sendable(record.key, encodeKey)) fail('claim() answered a key that HTTP cannot carry as it is (CR, LF…)');
+      return { record, created: answer!.created as boolean };
     },
     async get(...args) {
-      const [scope, name] = args;
       const answer: unknown = await store.get(...args);
-      return answer === undefined ? undefined : recordOf('get() answered', answer, scope, name);
+      return answer === undefined ? undefined : recordOf('get() answered', answer, ...args);
     },
     async update(scope, name, updater, ...rest) {
       let ran = false;
@@ -101,42 +70,33 @@ export function checkedStore(store: Store, encodeKey: (key: string) => string): 
         name,
         (current) => {
           ran = true;
-          const given =
-            current === undefined ? undefined : recordOf('update() passed its updater', current, scope, name);
-          wrote = updater(given);
+          wrote = updater(current && recordOf('update() passed its updater', current, scope, name));
           return wrote;
         },
         ...rest,
       );
-      if (!ran) throw new StoreAnswerError('update() resolved without running its updater');
-      if (answer === undefined && wrote === undefined) return undefined;
-      if (answer === undefined) throw new StoreAnswerError('update() answered undefined for the record it wrote');
+      if (!ran) fail('update() resolved without running its updater');
+      if (answer === undefined && !wrote) return undefined;
       const stored = recordOf('update() answered', answer, scope, name);
-      const differ = wrote ? differences(stored, wrote) : [];
-      if (differ.length)
-        throw new StoreAnswerError(`update() answered another record than the one it wrote (${differ.join(', ')})`);
+      if (wrote && written(stored) !== written(wrote)) fail('update() answered another record than it wrote');
       return stored;
     },
     delete: async (...args) => void (await store.delete(...args)),
     async list(...args) {
-      const [scope, states] = args;
       const answer: unknown = await store.list(...args);
-      if (!Array.isArray(answer)) throw new StoreAnswerError(`list() answered ${shape(answer)}, not a list`);
-      return Array.from(answer, (value: unknown) => {
-        const record = recordOf('list() answered', value, scope);
-        if (states && !states.includes(record.state))
-          throw new StoreAnswerError(
-            `list() answered a record in state ${record.state}, not one of ${states.join(', ')}`,
-          );
+      if (!Array.isArray(answer)) fail(`list() answered ${shape(answer)}`);
+      return Array.from(answer as unknown[], (value) => {
+        const record = recordOf('list() answered', value, args[0]);
+        if (args[1] && !args[1].includes(record.state)) fail('list() answered a record in a state not asked for');
         return record;
       });
     },
     clear: async (...args) => void (await store.clear(...args)),
     async sweep(...args) {
       const answer: unknown = await store.sweep(...args);
-      if (!Number.isSafeInteger(answer) || (answer as number) < 0)
-        throw new StoreAnswerError(`sweep() answered ${shape(answer)}, not a count`);
-      return answer as number;
+      return Number.isSafeInteger(answer) && (answer as number) >= 0
+        ? (answer as number)
+        : fail(`sweep() answered ${shape(answer)}, not a count`);
     },
     ...(store.close && { close: async (...args: []) => void (await store.close!(...args)) }),
   };
