@@ -8,6 +8,7 @@ import { ietf } from '../../src/profiles/index.js';
 import { BUDGET, type Env } from './env.js';
 import { STORE_FAULTS, STORE_OPS, type StoreOp } from './faulty-store.js';
 import { WIRE_FAULTS, type WireFault } from './ledger-server.js';
+import { STORE_BOUNDARY_CASES } from './store-boundary.js';
 
 export interface Case {
   id: string;
@@ -402,6 +403,9 @@ add({
     }
   },
 });
+
+// Issue 26: every Store method through every wrapper the library builds; a store that lies.
+for (const c of STORE_BOUNDARY_CASES) add(c);
 
 export const CASES: readonly Case[] = cases;
 
