@@ -214,8 +214,10 @@ describe('PostgresStore: errors', () => {
     const client = await pool.connect();
     try {
       await client.query('BEGIN');
-      await new PostgresStore({ pool }).claim(intentRecord('u1', 'held'), { transaction: client });
-      // The row lock of the open transaction holds this claim back past the timeout.
+      // A table lock (DDL, maintenance) holds this claim back past the timeout. (A row lock
+      // would not: a store statement waits at most 200 ms for one, then tries again; see
+      // store-postgres-held-rows.test.ts.)
+      await client.query('LOCK TABLE oncely_intents IN ACCESS EXCLUSIVE MODE');
       const error = await new PostgresStore({ pool, timeout: 300 })
         .claim(intentRecord('u1', 'held', { key: 'other' }))
         .catch((e: unknown) => e);
