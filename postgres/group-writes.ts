@@ -56,8 +56,23 @@ const RELAXED = `set_config('synchronous_commit', 'off', true)`;
  */
 export const LOCK_WAIT_MS = 200;
 export const LOCK_WAIT = `(SELECT set_config('lock_timeout', '${LOCK_WAIT_MS}ms', true)) IS NOT NULL`;
+/**
+ * How long a try after a row was found held waits for it (ms). The pauses between tries do
+ * the waiting, with no slot and no connection held; a long wait here would fill the slots.
+ */
+export const HELD_LOCK_WAIT_MS = 50;
+const HELD_LOCK_WAIT = LOCK_WAIT.replace(`'${LOCK_WAIT_MS}ms'`, `'${HELD_LOCK_WAIT_MS}ms'`);
+/** Parts a group refused for a held row is split into, each tried again at once. */
+const HELD_SPLIT = 8;
 /** Pauses (ms) between tries of a write whose row is held: doubling from the first to the last, jittered. */
 const HELD_PAUSE_MS = [50, 1_000] as const;
+
+/** The statement for a try after a held row: the same, with the shorter lock wait (and its own name). */
+export const afterHeld = (config: QueryConfig): QueryConfig => ({
+  ...config,
+  text: config.text.replace(LOCK_WAIT, HELD_LOCK_WAIT),
+  ...(config.name !== undefined && { name: `${config.name}_held` }),
+});
 const COLUMNS =
   'scope text, name text, key text, state text, fingerprint text, attempts integer, created_at bigint, updated_at bigint, ttl bigint, status integer, lease_owner text, lease_until bigint';
 const NAMES =
@@ -187,27 +202,41 @@ export class GroupWrites {
     return group;
   }
 
-  async #send(group: Waiting[]): Promise<void> {
-    if (group.length === 1) return this.#alone(group[0]!);
+  /**
+   * `afterHeld`: the group is part of one refused for a held row (55P03), and waits for a
+   * row lock only HELD_LOCK_WAIT_MS.
+   */
+  async #send(group: Waiting[], afterHeldGroup = false): Promise<void> {
+    if (group.length === 1) return this.#alone(group[0]!, afterHeldGroup);
     const sorted = [...group].sort((a, b) => compare(a.write.row, b.write.row));
     const relaxed = group.every((w) => w.write.relaxed);
     let result: QueryResultLike;
     try {
-      result = await this.#run(
-        {
-          name: `oncely_group_${group[0]!.write.kind}${relaxed ? '_relaxed' : ''}`,
-          text: groupSql(group[0]!.write.kind, relaxed),
-          values: [JSON.stringify(sorted.map((w) => w.write.row))],
-        },
-        'write intents',
-        { scope: group[0]!.write.context.scope },
-      );
+      const statement = {
+        name: `oncely_group_${group[0]!.write.kind}${relaxed ? '_relaxed' : ''}`,
+        text: groupSql(group[0]!.write.kind, relaxed),
+        values: [JSON.stringify(sorted.map((w) => w.write.row))],
+      };
+      result = await this.#run(afterHeldGroup ? afterHeld(statement) : statement, 'write intents', {
+        scope: group[0]!.write.context.scope,
+      });
     } catch (error) {
-      // Refused for one row (a key taken twice, a row locked elsewhere): each write alone and
+      // A row held by another transaction: the group in up to 8 parts, at once, each with the
+      // short lock wait, and so on down to the held rows' writes alone (which go on to their
+      // pauses): a few statements instead of one per write, and the writes grouped with a
+      // held row wait little longer than the group's own lock wait.
+      if (causeCode(error) === LOCK_NOT_AVAILABLE) {
+        const size = Math.ceil(sorted.length / HELD_SPLIT);
+        const parts = Array.from({ length: Math.ceil(sorted.length / size) }, (_, i) =>
+          sorted.slice(i * size, (i + 1) * size),
+        );
+        await Promise.all(parts.map((part) => this.#send(part, true)));
+      }
+      // Refused for one row otherwise (a key taken twice, a deadlock): each write alone and
       // at once, each with its own answer and its own time bound (one after another, the last
       // would wait out every earlier one's). Anything else (a timeout, a lost connection)
       // fails them all, as it would a single write.
-      if (rolledBackOnOneRow(error)) await Promise.all(group.map((w) => this.#alone(w)));
+      else if (rolledBackOnOneRow(error)) await Promise.all(group.map((w) => this.#alone(w)));
       else for (const w of group) w.reject(forCaller(error, w.write.context));
       return;
     }
@@ -216,10 +245,11 @@ export class GroupWrites {
     for (const w of group) w.resolve(versions.get(JSON.stringify([w.write.row.scope, w.write.row.name])));
   }
 
-  async #alone(waiting: Waiting): Promise<void> {
+  async #alone(waiting: Waiting, afterHeldGroup = false): Promise<void> {
     const { single, what, context } = waiting.write;
     try {
-      const result = await this.#run(single, what, context);
+      const statement = waiting.held > 0 || afterHeldGroup ? afterHeld(single) : single;
+      const result = await this.#run(statement, what, context);
       waiting.resolve(result.rows.length === 1 ? String(result.rows[0].version) : undefined);
     } catch (error) {
       if (causeCode(error) !== LOCK_NOT_AVAILABLE) return waiting.reject(error);
@@ -228,7 +258,7 @@ export class GroupWrites {
       waiting.held++;
       const pause = heldPause(waiting.held);
       const now = performance.now();
-      if (now + pause + LOCK_WAIT_MS > waiting.deadline)
+      if (now + pause + HELD_LOCK_WAIT_MS > waiting.deadline)
         return waiting.reject(heldTooLong(error, what, context, this.#timeout - (waiting.deadline - now)));
       setTimeout(() => {
         this.#queue.push(waiting);

@@ -20,7 +20,15 @@ import {
   toStoreError,
   withTimeout,
 } from './database.js';
-import { GroupWrites, heldPause, heldTooLong, LOCK_NOT_AVAILABLE, LOCK_WAIT, LOCK_WAIT_MS } from './group-writes.js';
+import {
+  afterHeld,
+  GroupWrites,
+  HELD_LOCK_WAIT_MS,
+  heldPause,
+  heldTooLong,
+  LOCK_NOT_AVAILABLE,
+  LOCK_WAIT,
+} from './group-writes.js';
 import { type MigrateResult, migrate } from './migrate.js';
 import { fromRow, RECORD_COLUMNS, recordRow, recordValues, type StoredRecord } from './rows.js';
 
@@ -407,9 +415,10 @@ export class PostgresStore implements Store {
   }
 
   /**
-   * A statement that may wait for a row lock another transaction holds: each try waits at
-   * most LOCK_WAIT_MS (its own `lock_timeout`), and between tries it holds no connection,
-   * until the store's `timeout`; then a `StoreError` (cause 55P03), nothing changed.
+   * A statement that may wait for a row lock another transaction holds: the first try waits
+   * at most LOCK_WAIT_MS (its own `lock_timeout`), the next ones HELD_LOCK_WAIT_MS, and
+   * between tries it holds no connection, until the store's `timeout`; then a `StoreError`
+   * (cause 55P03), nothing changed.
    */
   async #bounded(
     config: QueryConfig,
@@ -419,12 +428,12 @@ export class PostgresStore implements Store {
     const started = performance.now();
     for (let held = 1; ; held++) {
       try {
-        return await this.query(config, what, context);
+        return await this.query(held === 1 ? config : afterHeld(config), what, context);
       } catch (error) {
         if ((error as { cause?: { code?: unknown } }).cause?.code !== LOCK_NOT_AVAILABLE) throw error;
         const pause = heldPause(held);
         const elapsed = performance.now() - started;
-        if (elapsed + pause + LOCK_WAIT_MS > this.#timeout) throw heldTooLong(error, what, context, elapsed);
+        if (elapsed + pause + HELD_LOCK_WAIT_MS > this.#timeout) throw heldTooLong(error, what, context, elapsed);
         await new Promise((resolve) => setTimeout(resolve, pause));
       }
     }
