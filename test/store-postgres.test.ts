@@ -556,6 +556,32 @@ describe('PostgresStore: group writes', () => {
     expect((await pool.query('SHOW synchronous_commit')).rows[0].synchronous_commit).toBe('on');
   });
 
+  it('preparedStatements: false sends every statement unnamed (a pooler in transaction mode); anything but a boolean is refused', async () => {
+    await db.reset();
+    const names: (string | undefined)[] = [];
+    const pool = db.pool({ max: 2 });
+    const store = new PostgresStore({
+      pool: {
+        query: (config) => {
+          names.push(config.name);
+          return pool.query(config);
+        },
+      },
+      preparedStatements: false,
+      writeConcurrency: 1,
+    });
+    await Promise.all(['a', 'b', 'c'].map((n) => store.claim(intentRecord('u', n))));
+    await Promise.all(['a', 'b', 'c'].map((n) => store.update('u', n, attemptsPlusOne)));
+    await store.get('u', 'a');
+    await store.delete('u', 'a');
+    await store.sweep('u', Date.now());
+    expect(names.length).toBeGreaterThan(5);
+    expect(names.filter((n) => n !== undefined)).toEqual([]);
+    expect(() => new PostgresStore({ pool: db.admin, preparedStatements: 'no' as never })).toThrow(
+      InvalidArgumentError,
+    );
+  });
+
   it('refuses a writeConcurrency that is not a positive integer', () => {
     for (const writeConcurrency of [0, -1, 1.5, Number.NaN])
       expect(() => new PostgresStore({ pool: db.admin, writeConcurrency })).toThrow(InvalidArgumentError);
