@@ -14,7 +14,7 @@
 import { channel } from 'node:diagnostics_channel';
 import { closeSync, fdatasyncSync, fstatSync, openSync, writeSync } from 'node:fs';
 import { StoreError } from '../src/errors.js';
-import { type Db, isBusy } from './sqlite-driver.js';
+import { type Db, inTransaction, isBusy } from './sqlite-driver.js';
 
 /** What a write sees while it runs inside the transaction. */
 export interface WriteContext {
@@ -43,6 +43,15 @@ class CommitThenReject {
  * measures how long a commit holds the event loop). Costs nothing without subscribers.
  */
 export const commitChannel = channel('oncely:sqlite:commit');
+
+/**
+ * This thread's CPU time so far (ms): `process.threadCpuUsage` exists from Node 23.9 and
+ * 22.19 only; before it, `NaN` (a subscriber must not crash the database thread).
+ */
+export const threadCpuMs = (): number => {
+  const used = process.threadCpuUsage?.();
+  return used ? (used.user + used.system) / 1000 : Number.NaN;
+};
 
 /**
  * Zeros written past the WAL's end, a chunk at a time, when SQLite has written past the
@@ -221,10 +230,9 @@ export class CommitQueue {
       return;
     }
     const started = performance.now();
-    const cpu = process.threadCpuUsage();
+    const cpu = threadCpuMs();
     this.#run(batch);
-    const used = process.threadCpuUsage(cpu);
-    const cpuMs = (used.user + used.system) / 1000;
+    const cpuMs = threadCpuMs() - cpu;
     commitChannel.publish({ ms: performance.now() - started, cpuMs, writes: batch.length });
   }
 
@@ -259,7 +267,7 @@ export class CommitQueue {
         if (!alone) sql.release.run();
         after.push(...jobAfter);
       } catch (error) {
-        if (!db.isTransaction) {
+        if (!inTransaction(db)) {
           // SQLite ended the transaction itself (I/O error, full disk): nothing of it stays.
           aborted = error;
           break;
@@ -278,7 +286,7 @@ export class CommitQueue {
         }
       }
     }
-    if (aborted === undefined && db.isTransaction) {
+    if (aborted === undefined && inTransaction(db)) {
       try {
         this.#options.committing?.();
         sql.commit.run();
@@ -287,7 +295,7 @@ export class CommitQueue {
       }
     }
     if (aborted !== undefined) {
-      if (db.isTransaction) db.exec('ROLLBACK');
+      if (inTransaction(db)) db.exec('ROLLBACK');
       if (isBusy(aborted)) {
         this.#failedToStart(batch, aborted);
         return;

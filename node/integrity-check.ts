@@ -6,11 +6,12 @@
  */
 import { Worker } from 'node:worker_threads';
 import { StoreError } from '../src/errors.js';
+import { loadSqlite } from './sqlite-driver.js';
 
 // Plain JavaScript run with `eval`, as the WAL checkpointer: no module of ours to resolve.
 const WORKER = `
 const { parentPort, workerData } = process.getBuiltinModule('node:worker_threads');
-const sqlite = process.getBuiltinModule('node:sqlite');
+const sqlite = (${loadSqlite.toString()})();
 const Database = sqlite.Database ?? sqlite.DatabaseSync;
 const hooks = workerData.hooks && workerData.hooks.byteLength >= 12 ? new Int32Array(workerData.hooks) : undefined;
 while (hooks && Atomics.load(hooks, 2) === 1) Atomics.wait(hooks, 2, 1);

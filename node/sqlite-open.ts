@@ -5,7 +5,7 @@
  */
 import { mkdirSync } from 'node:fs';
 import { hasFileStore, type ImportReport, importFileStore, retireFileStore } from './file-store-import.js';
-import { type Db, databaseClass, isBusy } from './sqlite-driver.js';
+import { type Db, databaseClass, inTransaction, isBusy } from './sqlite-driver.js';
 import { IntentRows } from './sqlite-rows.js';
 import { checkAndMigrate } from './sqlite-schema.js';
 
@@ -35,7 +35,7 @@ function transaction<T>(db: Db, begin: string, fn: () => T): T {
     db.exec('COMMIT');
     return result;
   } catch (error) {
-    if (db.isTransaction) db.exec('ROLLBACK');
+    if (inTransaction(db)) db.exec('ROLLBACK');
     throw error;
   }
 }

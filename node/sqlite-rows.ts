@@ -35,6 +35,13 @@ export interface QuarantinedRecord {
 const textOf = (raw: unknown): string =>
   typeof raw === 'string' ? raw : raw instanceof Uint8Array ? Buffer.from(raw).toString('utf8') : String(raw);
 
+// Text columns are read as blobs: Node 22.13–22.x reads a TEXT value up to its first NUL,
+// and a name or a damaged value may hold one.
+const NAME = 'CAST(name AS BLOB) AS name';
+const RECORD = 'CAST(record AS BLOB) AS record';
+const QUARANTINED =
+  'id, CAST(scope AS BLOB) AS scope, CAST(name AS BLOB) AS name, reason, at, salvaged_key, CAST(value AS BLOB) AS value';
+
 const stored = (name: string, raw: unknown): StoredRow => {
   const text = textOf(raw);
   return { name, text, value: parse(text) };
@@ -89,14 +96,14 @@ export class IntentRows {
       `INSERT INTO intents (scope, name, state, sweep_at, record) VALUES (?, ?, ?, ?, ?)
        ON CONFLICT DO UPDATE SET state = excluded.state, sweep_at = excluded.sweep_at, record = excluded.record`,
     );
-    this.#read = db.prepare('SELECT record FROM intents WHERE scope = ? AND name = ?');
+    this.#read = db.prepare(`SELECT ${RECORD} FROM intents WHERE scope = ? AND name = ?`);
     this.#remove = db.prepare('DELETE FROM intents WHERE scope = ? AND name = ?');
-    this.#list = db.prepare('SELECT name, record FROM intents WHERE scope = ?');
+    this.#list = db.prepare(`SELECT ${NAME}, ${RECORD} FROM intents WHERE scope = ?`);
     this.#listStates = db.prepare(
-      'SELECT name, record FROM intents WHERE scope = ? AND state IN (SELECT value FROM json_each(?))',
+      `SELECT ${NAME}, ${RECORD} FROM intents WHERE scope = ? AND state IN (SELECT value FROM json_each(?))`,
     );
     this.#sweepable = db.prepare(
-      'SELECT name, record FROM intents WHERE scope = ? AND state = ? AND sweep_at < ? ORDER BY sweep_at LIMIT ?',
+      `SELECT ${NAME}, ${RECORD} FROM intents WHERE scope = ? AND state = ? AND sweep_at < ? ORDER BY sweep_at LIMIT ?`,
     );
     this.#clear = db.prepare('DELETE FROM intents WHERE scope = ?');
     this.#clearSettled = db.prepare(
@@ -106,8 +113,8 @@ export class IntentRows {
     this.#quarantine = db.prepare(
       'INSERT INTO quarantine (scope, name, reason, at, salvaged_key, value) VALUES (?, ?, ?, ?, ?, ?)',
     );
-    this.#quarantined = db.prepare('SELECT * FROM quarantine ORDER BY id');
-    this.#quarantinedOf = db.prepare('SELECT * FROM quarantine WHERE scope = ? ORDER BY id');
+    this.#quarantined = db.prepare(`SELECT ${QUARANTINED} FROM quarantine ORDER BY id`);
+    this.#quarantinedOf = db.prepare(`SELECT ${QUARANTINED} FROM quarantine WHERE scope = ? ORDER BY id`);
     this.#clearQuarantine = db.prepare('DELETE FROM quarantine WHERE scope = ?');
   }
 
@@ -132,12 +139,12 @@ export class IntentRows {
 
   list(scope: string, states?: readonly string[]): StoredRow[] {
     const rows = states ? this.#listStates.all(scope, JSON.stringify(states)) : this.#list.all(scope);
-    return rows.map((row) => stored(String(row.name), row.record));
+    return rows.map((row) => stored(textOf(row.name), row.record));
   }
 
   /** Rows of `scope` in `state` whose sweep time is before `now`, oldest first. */
   sweepable(scope: string, state: IntentState, now: number, limit: number): StoredRow[] {
-    return this.#sweepable.all(scope, state, now, limit).map((row) => stored(String(row.name), row.record));
+    return this.#sweepable.all(scope, state, now, limit).map((row) => stored(textOf(row.name), row.record));
   }
 
   /** With `keepPending` (a time), only rows that are not pending then (see `isPending`), and no quarantine. */
@@ -166,21 +173,21 @@ export class IntentRows {
   quarantined(scope?: string): QuarantinedRecord[] {
     const rows = (scope === undefined ? this.#quarantined.all() : this.#quarantinedOf.all(scope)) as {
       id: number;
-      scope: string | null;
-      name: string | null;
+      scope: Uint8Array | null;
+      name: Uint8Array | null;
       reason: string;
       at: number;
       salvaged_key: string | null;
-      value: string;
+      value: Uint8Array;
     }[];
     return rows.map((row) => ({
       location: this.#location(row.id),
       reason: row.reason,
       at: row.at,
-      ...(row.scope !== null && { scope: row.scope }),
-      ...(row.name !== null && { name: row.name }),
+      ...(row.scope !== null && { scope: textOf(row.scope) }),
+      ...(row.name !== null && { name: textOf(row.name) }),
       ...(row.salvaged_key !== null && { salvagedKey: row.salvaged_key }),
-      value: row.value,
+      value: textOf(row.value),
     }));
   }
 

@@ -9,7 +9,7 @@
 import { Worker } from 'node:worker_threads';
 import { StoreError } from '../src/errors.js';
 import type { StoreEvent } from '../src/store/store.js';
-import { commitChannel } from './commit-queue.js';
+import { commitChannel, threadCpuMs } from './commit-queue.js';
 import { type Calls, type FromWorker, fromWire, type Op, type ToWorker, type WorkerConfig } from './sqlite-wire.js';
 
 /** @internal Tests only: a SharedArrayBuffer of 2 or 3 Int32 the threads read (see `WorkerConfig.hooks`). */
@@ -195,7 +195,7 @@ export class SqliteThread {
     if (message.type !== 'results') return;
     const timed = commitChannel.hasSubscribers;
     const started = timed ? performance.now() : 0;
-    const cpu = timed ? process.threadCpuUsage() : undefined;
+    const cpu = timed ? threadCpuMs() : 0;
     for (const event of message.events) this.#emit(event);
     for (const result of message.results) {
       const pending = this.#pending.get(result.id);
@@ -206,11 +206,10 @@ export class SqliteThread {
     }
     if (this.#pending.size === 0) this.#idle(worker);
     if (timed) {
-      const used = process.threadCpuUsage(cpu);
       // The main thread's side of these answers: what the event loop was held for.
       commitChannel.publish({
         ms: performance.now() - started + this.#sendMs,
-        cpuMs: (used.user + used.system) / 1000,
+        cpuMs: threadCpuMs() - cpu,
         writes: message.results.length,
         thread: 'main',
         worker: message.commits,

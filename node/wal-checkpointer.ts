@@ -6,6 +6,7 @@
  * lock: a busy checkpoint is skipped until the next tick).
  */
 import { Worker } from 'node:worker_threads';
+import { loadSqlite } from './sqlite-driver.js';
 
 /** How often the worker checkpoints (ms). */
 const INTERVAL_MS = 200;
@@ -14,7 +15,7 @@ const INTERVAL_MS = 200;
 // `process.getBuiltinModule`, not `require`: eval code is an ES module under `--input-type=module`.
 const WORKER = `
 const { parentPort, workerData } = process.getBuiltinModule('node:worker_threads');
-const sqlite = process.getBuiltinModule('node:sqlite');
+const sqlite = (${loadSqlite.toString()})();
 const Database = sqlite.Database ?? sqlite.DatabaseSync;
 const db = new Database(workerData.file);
 db.exec('PRAGMA busy_timeout = 0; PRAGMA synchronous = NORMAL');
