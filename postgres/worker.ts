@@ -2,8 +2,8 @@
  * The outbox worker: takes pending intents of a scope under a worker lease and hands each
  * to the app, which re-issues the request from its own rows (oncely stores no bodies) or,
  * for an expired one, asks the provider what happened so that it can be settled.
+ * No Node built-in here: the owner id is Web Crypto's, so edge bundles of `oncely/postgres` build.
  */
-import { randomUUID } from 'node:crypto';
 import { PENDING_STATES } from '../src/store/record-rules.js';
 import type { IntentRecord } from '../src/store/store.js';
 import { extendPending, type PendingIntent, releasePending, takePending } from './pending.js';
@@ -55,7 +55,7 @@ export interface DrainReport {
 export async function drainOnce(options: WorkerOptions, signal?: AbortSignal): Promise<DrainReport> {
   const { store, scope } = options;
   const now = options.now ?? Date.now;
-  const owner = options.owner ?? randomUUID();
+  const owner = options.owner ?? crypto.randomUUID();
   const leaseMs = options.leaseMs ?? 30_000;
   const onError = options.onError ?? ((error: unknown) => console.error(error));
   const taken = await takePending(store, scope, {
@@ -136,7 +136,7 @@ export interface Worker {
 /** Drains `scope` until stopped: passes back to back while there is work, `interval` apart when there is none. */
 export function startWorker(options: WorkerOptions): Worker {
   const controller = new AbortController();
-  const owner = options.owner ?? randomUUID();
+  const owner = options.owner ?? crypto.randomUUID();
   const onError = options.onError ?? ((error: unknown) => console.error(error));
   const idleWaiters: (() => void)[] = [];
   const loop = (async () => {
