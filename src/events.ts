@@ -3,8 +3,11 @@ import type { IntentRecord, StoreEvent } from './store/store.js';
 interface EventBase {
   scope: string;
   intent: string;
-  /** The idempotency key. Treat it like a credential in logs: it can replay the request. */
-  key: string;
+  /**
+   * The idempotency key. Not enumerable, as on errors: `JSON.stringify(event)` and
+   * `util.inspect(event)` leave it out, since it can replay the request.
+   */
+  readonly key: string;
 }
 
 /** Everything a client reports. Subscribe with `client.on(type, listener)`. */
@@ -65,6 +68,21 @@ const COUNTED = {
 
 type Listener = (event: OncelyEvent) => void;
 
+/** `object` with its `key` kept but not enumerable: readable, yet no `JSON.stringify` or `util.inspect` of a log line prints it. */
+const withKeyHidden = <T extends { key: string }>(object: T): T =>
+  Object.defineProperty(object, 'key', { value: object.key, enumerable: false, writable: false });
+
+/**
+ * The event as listeners get it: the key as errors have it (`event.key`, `event.record.key`),
+ * left out of serialisers and inspectors, since it can replay the request. A copy: the
+ * engine's own objects (a state event's record is the store's) are left as they are.
+ */
+function keyHidden(event: OncelyEvent): OncelyEvent {
+  if (event.type === 'store') return event;
+  if (event.type === 'state') return { ...event, record: withKeyHidden({ ...event.record }) };
+  return withKeyHidden({ ...event });
+}
+
 /** A tiny typed emitter that also keeps the counters. */
 export class EventHub {
   readonly #listeners = new Map<OncelyEventType | '*', Set<Listener>>();
@@ -89,8 +107,10 @@ export class EventHub {
   emit(event: OncelyEvent): void {
     const counter = COUNTED[event.type as keyof typeof COUNTED];
     if (counter) this.stats[counter]++;
-    this.#call(this.#listeners.get(event.type), event);
-    this.#call(this.#listeners.get('*'), event);
+    if (!this.listens(event.type)) return;
+    const shown = keyHidden(event);
+    this.#call(this.#listeners.get(event.type), shown);
+    this.#call(this.#listeners.get('*'), shown);
   }
 
   #call(listeners: Set<Listener> | undefined, event: OncelyEvent): void {
