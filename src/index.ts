@@ -28,6 +28,7 @@ export {
 export {
   initialMutationState,
   type MutationAction,
+  type MutationError,
   type MutationState,
   type MutationStatus,
   reduceMutation,

@@ -2,7 +2,18 @@
  * The mutation state of one intent and its reducer: pure, one named action at a time, like
  * TanStack Query's `mutation.ts` dispatch. The observer dispatches; bindings render.
  */
+import type { AnyOncelyError } from '../errors.js';
 import type { IntentRecord, IntentState } from '../store/store.js';
+
+/**
+ * What `error` holds: one of oncely's errors (narrow with `isOncelyError` or `instanceof`),
+ * or whatever Error the app's `request` threw. A thrown non-Error is wrapped in an `Error`
+ * whose `cause` is the value, so `error.message` is always there.
+ */
+export type MutationError = AnyOncelyError | Error;
+
+const asError = (error: unknown): MutationError =>
+  error instanceof Error ? error : new Error(`request threw a non-Error value: ${String(error)}`, { cause: error });
 
 /**
  * `idle`: nothing sent yet. `pending`: a request is on its way (here or in another tab).
@@ -40,7 +51,7 @@ export interface MutationState<T> {
    * What the last call threw (`KeyReusedError`, `OutcomeUnknownError`, `HttpError`…).
    * `undefined` for a failure read from the store; `record.status` has its HTTP status.
    */
-  error: unknown;
+  error: MutationError | undefined;
   /** The idempotency key, as soon as the intent is claimed (a few ms after mount). */
   key: string | undefined;
   /** The server answered from its stored result. `undefined` until known (and when `request` does not say). */
@@ -132,7 +143,7 @@ function transition<T>(state: MutationState<T>, action: MutationAction<T>): Muta
     case 'error': {
       const { error, status, attempts } = action;
       const record = action.record ?? state.record;
-      return { ...IDLE, status, error, attempts, key: record?.key ?? state.key, record };
+      return { ...IDLE, status, error: asError(error), attempts, key: record?.key ?? state.key, record };
     }
     case 'reset':
       // A call on its way stays visible: the button must stay disabled until it settles.

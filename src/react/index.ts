@@ -12,6 +12,7 @@ export {
 export {
   initialMutationState,
   type MutationAction,
+  type MutationError,
   type MutationState,
   type MutationStatus,
   reduceMutation,
