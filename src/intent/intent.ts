@@ -20,6 +20,13 @@ import { storeCall, watch } from './store-call.js';
 
 export type { DataOf, IntentResponse, RequestOptions, RunContext, RunOptions } from './options.js';
 
+/**
+ * What `intent.post<T>(path)` (a ky habit) is told, as the path it would need: oncely
+ * types `res.data` only from a schema it also checks, never from a bare type argument.
+ */
+type PassSchema<_T> =
+  'oncely types res.data from the `schema` option (zod, valibot… any Standard Schema), which it also validates: pass `schema`, not a type argument';
+
 /** The handle of each live Intent, for the calls made outside the class (`run()`, `intentFetch()`). */
 const handles = new WeakMap<Intent, IntentHandle>();
 
@@ -54,16 +61,40 @@ export class Intent {
     return { ...this.#h.record };
   }
 
-  post<S extends StandardSchemaV1 | undefined = undefined>(path: string, options?: RequestOptions<S>) {
+  /** @deprecated A type argument alone is not checked: pass `schema`, which types and validates `res.data`. */
+  post<T>(path: PassSchema<T>, options?: RequestOptions): never;
+  post<S extends StandardSchemaV1 | undefined = undefined>(
+    path: string,
+    options?: RequestOptions<S>,
+  ): Promise<IntentResponse<DataOf<S>>>;
+  post(path: string, options?: RequestOptions<StandardSchemaV1 | undefined>) {
     return this.request('POST', path, options);
   }
-  patch<S extends StandardSchemaV1 | undefined = undefined>(path: string, options?: RequestOptions<S>) {
+  /** @deprecated A type argument alone is not checked: pass `schema`, which types and validates `res.data`. */
+  patch<T>(path: PassSchema<T>, options?: RequestOptions): never;
+  patch<S extends StandardSchemaV1 | undefined = undefined>(
+    path: string,
+    options?: RequestOptions<S>,
+  ): Promise<IntentResponse<DataOf<S>>>;
+  patch(path: string, options?: RequestOptions<StandardSchemaV1 | undefined>) {
     return this.request('PATCH', path, options);
   }
-  put<S extends StandardSchemaV1 | undefined = undefined>(path: string, options?: RequestOptions<S>) {
+  /** @deprecated A type argument alone is not checked: pass `schema`, which types and validates `res.data`. */
+  put<T>(path: PassSchema<T>, options?: RequestOptions): never;
+  put<S extends StandardSchemaV1 | undefined = undefined>(
+    path: string,
+    options?: RequestOptions<S>,
+  ): Promise<IntentResponse<DataOf<S>>>;
+  put(path: string, options?: RequestOptions<StandardSchemaV1 | undefined>) {
     return this.request('PUT', path, options);
   }
-  delete<S extends StandardSchemaV1 | undefined = undefined>(path: string, options?: RequestOptions<S>) {
+  /** @deprecated A type argument alone is not checked: pass `schema`, which types and validates `res.data`. */
+  delete<T>(path: PassSchema<T>, options?: RequestOptions): never;
+  delete<S extends StandardSchemaV1 | undefined = undefined>(
+    path: string,
+    options?: RequestOptions<S>,
+  ): Promise<IntentResponse<DataOf<S>>>;
+  delete(path: string, options?: RequestOptions<StandardSchemaV1 | undefined>) {
     return this.request('DELETE', path, options);
   }
 
