@@ -318,9 +318,26 @@ function answer(entry: (typeof outbox)[number]): void {
   });
 }
 
+/**
+ * The next message already queued, if any. Deno's `parentPort` is no MessagePort to
+ * `receiveMessageOnPort` (a TypeError): there messages come one per event, and writes of
+ * one turn still share a commit (the queue flushes a turn later).
+ */
+let drains = true;
+function queued(): { message: ToWorker } | undefined {
+  if (!drains) return undefined;
+  try {
+    return receiveMessageOnPort(port);
+  } catch (error) {
+    if (!(error instanceof TypeError)) throw error;
+    drains = false;
+    return undefined;
+  }
+}
+
 port.on('message', (first: ToWorker) => {
   // Messages already queued are taken now, so that their writes share the next commit.
-  for (let next: { message: ToWorker } | undefined = { message: first }; next; next = receiveMessageOnPort(port)) {
+  for (let next: { message: ToWorker } | undefined = { message: first }; next; next = queued()) {
     receive(next.message);
   }
 });

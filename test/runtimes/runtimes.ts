@@ -16,6 +16,8 @@ const cache = (path: string) => fileURLToPath(new URL(`../../.cache/runtimes/${p
 export const runtimes: Runtime[] = [
   { name: `Node ${process.versions.node}`, command: [process.execPath] },
   { name: 'Node 22.13', command: [cache('node-22.13/node_modules/node/bin/node')] },
+  { name: 'Bun 1.4', command: [cache('bun-1.4/node_modules/.bin/bun')] },
+  { name: 'Deno 2.9', command: [cache('deno-2.9/node_modules/.bin/deno'), 'run', '-A'] },
 ];
 
 /** Fails with the command that installs a runtime, rather than skipping it. */
