@@ -20,23 +20,21 @@ export function detectRuntime(): 'workerd' | 'edge-light' | 'deno' | 'bun' | 'no
   return 'unknown';
 }
 
-/** Why `createClient` has no store here, and the stores that run here. */
+/** Why `createClient` has no store here, and the stores that run on `runtime`. */
 export function noStoreMessage(runtime = detectRuntime()): string {
-  const start = 'createClient needs a store here: the core entry of "oncely" has no default store';
-  switch (runtime) {
-    case 'workerd':
-      return `${start} on Cloudflare Workers. Pass one that outlives the request: \`new PostgresStore({ pool })\` from "oncely/postgres" with \`pg\` under the \`nodejs_compat\` flag, or your own \`Store\`; ${TESTS}.`;
-    case 'edge-light':
-      return `${start} on an edge runtime. Pass one that outlives the request: \`new PostgresStore({ pool })\` from "oncely/postgres" with a \`pg\`-compatible pool that runs here (\`pg\` itself needs TCP sockets), or your own \`Store\`; ${TESTS}.`;
-    case 'node':
-    case 'bun':
-    case 'deno':
-      return `${start} (this build resolved it without the "node" export condition). Pass \`new SqliteStore()\` from "oncely/node" (one machine) or \`new PostgresStore({ pool })\` from "oncely/postgres" (a fleet); ${TESTS}.`;
-    case 'browser':
-      return `${start} (this build resolved it without the "browser" export condition). Pass \`new IdbStore()\` from "oncely/browser"; ${TESTS}.`;
-    default:
-      return `${start} on this runtime. Pass one that outlives the process: your own \`Store\`, or \`new PostgresStore({ pool })\` from "oncely/postgres" where a PostgreSQL driver runs; ${TESTS}.`;
-  }
+  const stores = {
+    workerd:
+      '`store: new PostgresStore({ pool })` from "oncely/postgres" with `pg` under the `nodejs_compat` flag (Cloudflare Workers), or your own `Store`',
+    'edge-light':
+      '`store: new PostgresStore({ pool })` from "oncely/postgres" with a `pg`-compatible pool that runs on this edge runtime (`pg` itself needs TCP sockets), or your own `Store`',
+    node: '`store: new PostgresStore({ pool })` from "oncely/postgres" (a fleet) or `new SqliteStore()` from "oncely/node" (one machine; "oncely" resolved with the "node" condition defaults to it)',
+    browser:
+      '`store: new IdbStore()` from "oncely/browser" ("oncely" resolved with the "browser" condition defaults to it)',
+    unknown:
+      'your own `Store`, or `store: new PostgresStore({ pool })` from "oncely/postgres" where a PostgreSQL driver runs',
+  };
+  const runs = runtime === 'bun' || runtime === 'deno' ? stores.node : stores[runtime];
+  return `createClient needs a store here: the core entry of "oncely" has no default. Pass one, e.g. ${runs}; ${TESTS}.`;
 }
 
 /** Creates a client. See {@link ClientOptions}. */
