@@ -56,12 +56,8 @@ for (const op of STORE_OPS)
           }
           // Attempt-count writes come with retries: the first two attempts go unanswered.
           if (op === 'update:count') env.ledger.faultFor = (n) => (n <= 2 ? 'reset-after-effect' : 'ok');
-          // The undo write follows a call that provably sent nothing: connections refused until lifted.
-          if (op === 'update:undo')
-            env.options.fetch = async (input, init) => {
-              if (env.lifted) return globalThis.fetch(input, init);
-              throw Object.assign(new TypeError('fetch failed'), { cause: { code: 'ECONNREFUSED' } });
-            };
+          // The undo write follows a call that provably sent nothing: offline until lifted.
+          if (op === 'update:undo') offlineUntilLifted(env);
           const client = env.client();
           if (op === 'get') await follow?.(env, client);
           await env.post(client);
@@ -72,6 +68,12 @@ for (const op of STORE_OPS)
         },
       });
     }
+
+function offlineUntilLifted(env: Env) {
+  env.options.network = { online: false, onOnline: () => () => {} };
+  Object.defineProperty(env.options.network, 'online', { get: () => env.lifted });
+  env.options.offlineWait = 50;
+}
 
 function holdFor(env: Env, attempt: number, ms: number) {
   env.ledger.faultFor = (n) => (n === attempt ? 'hold' : 'ok');
