@@ -6,7 +6,7 @@ import {
   IntentGoneError,
   IntentMismatchError,
 } from '../errors.js';
-import { untilOnline } from '../http/network.js';
+import { isOffline, untilOnline } from '../http/network.js';
 import { type AttemptReport, type LoopEnd, retryLoop, sleep } from '../retry/loop.js';
 import { parseRetryAfter, RetryBudget } from '../retry/policy.js';
 import { horizon, pastRetention, SENT_STATES } from '../store/record-rules.js';
@@ -272,7 +272,9 @@ async function write(
 /**
  * While the platform is offline no attempt leaves: wait for the network within the deadline
  * and `offlineWait`. Resolves `undefined` to go on, or the report of an attempt that never
- * left (not retried: the wait used what the call had).
+ * left (not retried: the wait used what the call had). The `network` option is the app's
+ * code: an `online` or `onOnline()` that throws ends the call as an attempt that never
+ * left, the throw as its cause (rejects only with the signal's reason).
  */
 async function waitForNetwork(
   h: IntentHandle,
@@ -280,15 +282,31 @@ async function waitForNetwork(
   signal: AbortSignal | undefined,
 ): Promise<AttemptReport<never> | undefined> {
   const { network, offlineWait } = h.ctx;
-  if (!network || network.online) return undefined;
+  const unsent = (error: unknown): AttemptReport<never> => ({
+    outcome: 'no_answer',
+    replayed: false,
+    sent: false,
+    final: true,
+    error,
+  });
+  try {
+    if (!network || !isOffline(network)) return undefined;
+  } catch (error) {
+    return unsent(error);
+  }
   emit(h, { type: 'offline', phase: 'paused' });
-  const back = await untilOnline(network, Math.min(budget.remaining(), offlineWait), signal);
+  let back: boolean;
+  try {
+    back = await untilOnline(network, Math.min(budget.remaining(), offlineWait), signal);
+  } catch (error) {
+    if (signal?.aborted && error === signal.reason) throw error;
+    return unsent(error);
+  }
   if (back) {
     emit(h, { type: 'offline', phase: 'resumed' });
     return undefined;
   }
-  const error = new DOMException('The network stayed offline', 'NetworkError');
-  return { outcome: 'no_answer', replayed: false, sent: false, final: true, error };
+  return unsent(new DOMException('The network stayed offline', 'NetworkError'));
 }
 
 /** An attempt whose transport or callback threw: it may have sent; not retried, the outcome unknown. */
