@@ -7,6 +7,7 @@ import {
   IntentMismatchError,
 } from '../errors.js';
 import { isOffline, untilOnline } from '../http/network.js';
+import type { Profile } from '../profiles/profiles.js';
 import { type AttemptReport, type LoopEnd, retryLoop, sleep } from '../retry/loop.js';
 import { parseRetryAfter, RetryBudget } from '../retry/policy.js';
 import { horizon, pastRetention, SENT_STATES } from '../store/record-rules.js';
@@ -35,6 +36,11 @@ export interface CallPlan<V, T> {
   /** For `attempt` events. */
   method: string;
   url: string;
+  /**
+   * The server keys this request (see {@link keyedBy}). One that is not keyed is not
+   * idempotent there: the engine sends it once, never retried (a redirect is still followed).
+   */
+  keyed: boolean;
   /** Sends attempt `n` under `key`, within `timeout` ms; never throws. */
   attempt(n: number, timeout: number, signal: AbortSignal | undefined): Promise<AttemptReport<V>>;
   /**
@@ -61,6 +67,13 @@ export interface IntentHandle {
   /** `record` is not stored yet (`client.send`): the `in_flight` write stores it, claim and send in one. */
   unstored?: boolean;
 }
+
+/**
+ * The one rule of which requests the server keys, for every transport: the methods the
+ * profile keys (ietf: POST and PATCH; stripe: POST), or any with `sendKey: true`.
+ */
+export const keyedBy = (profile: Profile, method: string, sendKey?: boolean): boolean =>
+  sendKey === true || profile.keyedMethods.includes(method);
 
 /**
  * This process's id, from the crypto source at its first call: an id made at module load
@@ -387,6 +400,7 @@ export async function sendCall<V, T>(
         if (offline) return offline;
         emit(h, { type: 'attempt', attempt: n, method: plan.method, url: plan.url });
         const r = await attemptSafely(() => plan.attempt(n, budget.attemptTimeout(), plan.signal));
+        if (!plan.keyed && !r.follow) r.final = true;
         if (r.outcome === 'in_progress' && r.status) {
           const hint = r.headers && parseRetryAfter(r.headers, ctx.now());
           emit(h, { type: 'conflict', status: r.status, ...(hint !== undefined ? { retryAfter: hint } : {}) });
