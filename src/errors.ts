@@ -363,12 +363,22 @@ export class RedirectError extends OncelyError {
   }
 }
 
-/** Every attempt of the call provably failed before reaching a server. The intent is as it was. */
+/**
+ * Nothing of the call left: every attempt provably failed before reaching a server
+ * (`reason: 'unreached'`), or the call's deadline ran out while its request was prepared,
+ * the body serialised and fingerprinted, before any attempt (`'deadline'`). The intent is as it was.
+ */
 export class NotSentError extends OncelyError {
   static override readonly errorName: string = 'NotSentError';
   declare readonly code: 'NOT_SENT';
-  constructor(context: ErrorContext) {
-    super('NOT_SENT', '', context);
+  declare readonly reason: 'unreached' | 'deadline';
+  constructor(context: ErrorContext & { reason?: 'unreached' | 'deadline'; deadline?: number }) {
+    const reason = context.reason ?? 'unreached';
+    const text =
+      reason === 'deadline'
+        ? `The deadline of intent "${context.intent}" (${context.deadline} ms) ran out while its request body was serialised and fingerprinted, before any attempt. ${NOTHING} The intent is as it was: send it again with a longer retry.deadline, or a smaller body.`
+        : '';
+    super('NOT_SENT', text, context, '', { reason });
   }
 }
 

@@ -4,6 +4,7 @@ import {
   IntentMismatchError,
   IntentPendingError,
   InvalidArgumentError,
+  NotSentError,
   OncelyError,
 } from '../errors.js';
 import type { StandardSchemaV1 } from '../http/schema.js';
@@ -180,7 +181,15 @@ export async function callWith<T>(
   const h = handles.get(intent);
   if (!h) throw new InvalidArgumentError('Pass an Intent from client.intent(name).');
   const started = h.ctx.monotonic(); // serialising and hashing the body count in the deadline
-  return call(h, await planOf(h), started);
+  const plan = await planOf(h);
+  const { deadline } = h.ctx.retry;
+  // Not another client's lock: this call's own preparation used the deadline up.
+  if (h.ctx.monotonic() - started >= deadline) {
+    emit(h, { type: 'failure', code: 'NOT_SENT', attempts: 0 });
+    const cause = new DOMException('The deadline ran out while fingerprinting the request body', 'TimeoutError');
+    throw new NotSentError({ ...contextOf(h), reason: 'deadline', deadline, cause });
+  }
+  return call(h, plan, started);
 }
 
 /**
