@@ -7,6 +7,7 @@ import { type Client, intentFetch, LocalCoordinator, run } from '../../src/index
 import { ietf } from '../../src/profiles/index.js';
 import { BUDGET, type Env } from './env.js';
 import { STORE_FAULTS, STORE_OPS, type StoreOp } from './faulty-store.js';
+import { foreignCases, networkCases } from './foreign-code.js';
 import { WIRE_FAULTS, type WireFault } from './ledger-server.js';
 
 export interface Case {
@@ -404,6 +405,9 @@ add({
     }
   },
 });
+
+// Foreign code doing several things inside one attempt, and the network option (issue 26).
+for (const c of [...foreignCases(), ...networkCases()]) add(c);
 
 export const CASES: readonly Case[] = cases;
 
