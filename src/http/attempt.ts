@@ -96,7 +96,7 @@ export async function httpAttempt(
     if (isRedirect(response)) return await bounded.race(redirectReport(response, target.url));
     answer = parseAnswer(response, await bounded.race(response.text()));
   } catch (error) {
-    return unanswered(error, handed.sent(error), bounded);
+    return unanswered(error, handed.sent(), bounded);
   } finally {
     bounded.clear();
   }
@@ -105,37 +105,28 @@ export async function httpAttempt(
 
 /**
  * The one rule of `sent` for an attempt oncely makes itself: sent once the request was
- * handed to the fetch, unless oncely's own fetch threw, for that very attempt, an error
- * that proves nothing left (refused, DNS). Whatever a fetch of the app's throws proves
- * nothing: it may have sent first (a retry of its own, a second request).
+ * handed to the fetch, unless oncely's own fetch, called once, threw an error that proves
+ * nothing left (refused, DNS). Whatever a fetch of the app's throws proves nothing: it may
+ * have sent first (a retry of its own, a second request).
  */
 function handOver(sender: HttpSender) {
-  let handed = 0;
-  let refusal: unknown;
+  let handed = false;
   let refused = false;
   return {
     async fetch(input: RequestInfo | URL, init?: RequestInit): Promise<Response> {
-      handed++;
+      const first = !handed;
+      handed = true;
+      refused = false;
       try {
         return answerOrThrow(await sender.fetch(input, init));
       } catch (error) {
-        if (sender.ownFetch && provablyNotSent(error)) [refusal, refused] = [error, true];
+        refused = first && sender.ownFetch && provablyNotSent(error);
         throw error;
       }
     },
-    /** Whether the attempt that ended with `error` (ky wraps it: its cause) may have reached a server. */
-    sent: (error: unknown) => handed > 0 && !(handed === 1 && refused && causedBy(error, refusal)),
+    /** Whether the attempt may have reached a server. */
+    sent: () => handed && !refused,
   };
-}
-
-/** `error` is `cause`, or wraps it a few levels deep. */
-function causedBy(error: unknown, cause: unknown): boolean {
-  for (let e = error, depth = 0; depth < 4; depth++) {
-    if (e === cause) return true;
-    if (e === null || typeof e !== 'object') return false;
-    e = (e as { cause?: unknown }).cause;
-  }
-  return false;
 }
 
 /** An attempt that ended without an answer. */
@@ -172,7 +163,7 @@ export async function fetchAttempt(
     if (isRedirect(response)) return (await bounded.race(redirectReport(response, target.url))) as AttemptReport<never>;
     answer = await bounded.race(readCopy(response));
   } catch (error) {
-    return unanswered(error, handed.sent(error), bounded);
+    return unanswered(error, handed.sent(), bounded);
   } finally {
     bounded.clear();
   }

@@ -27,50 +27,41 @@ export function platformNetwork(): Network | undefined {
 }
 
 /**
- * True when `network` says the platform is offline. Only `false` is offline (anything else
- * is a network that cannot tell). May throw: the app's code, reported by the caller.
- */
-export const isOffline = (network: Network): boolean => network.online === false;
-
-/**
- * Resolves true once online, false after `ms`; rejects with the signal's reason if it aborts
- * first, or with what `onOnline` threw. A listener called at once, twice or late, and an
- * `onOnline` that returns no unsubscribe (or one that throws), change nothing of that.
+ * Resolves true once online (only `online === false` is offline), false after `ms`; rejects
+ * with the signal's reason if it aborts first, or with what `online` or `onOnline` threw. A
+ * listener called at once, twice or late, and an `onOnline` that returns no unsubscribe (or
+ * one that throws), change nothing of that.
  */
 export function untilOnline(network: Network, ms: number, signal: AbortSignal | undefined): Promise<boolean> {
-  if (!isOffline(network)) return Promise.resolve(true);
   return new Promise<boolean>((resolve, reject) => {
     let settled = false;
     let off: unknown;
+    const unsubscribe = () => {
+      try {
+        if (settled && typeof off === 'function') off();
+      } catch {
+        // A listener left subscribed calls back into a settled wait: harmless.
+      }
+    };
     const done = (value: boolean | { reason: unknown }) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
-      unsubscribe(off);
+      unsubscribe();
       if (typeof value === 'boolean') resolve(value);
       else reject(value.reason);
     };
     const onAbort = () => done({ reason: signal?.reason });
     const timer = setTimeout(() => done(false), ms);
-    if (signal?.aborted) return onAbort();
-    signal?.addEventListener('abort', onAbort, { once: true });
     try {
+      if (network.online !== false) return done(true);
+      if (signal?.aborted) return onAbort();
+      signal?.addEventListener('abort', onAbort, { once: true });
       off = network.onOnline(() => done(true));
+      unsubscribe(); // called back before onOnline returned: the unsubscribe came only now
     } catch (error) {
       done({ reason: error });
     }
-    // Called back before onOnline returned: the unsubscribe came only now.
-    if (settled) unsubscribe(off);
   });
-}
-
-/** Calls an unsubscribe the app returned, if it is one; its failure is not the call's. */
-function unsubscribe(off: unknown): void {
-  if (typeof off !== 'function') return;
-  try {
-    off();
-  } catch {
-    // A listener left subscribed calls back into a settled wait: harmless.
-  }
 }

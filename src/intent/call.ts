@@ -6,7 +6,7 @@ import {
   IntentGoneError,
   IntentMismatchError,
 } from '../errors.js';
-import { isOffline, untilOnline } from '../http/network.js';
+import { untilOnline } from '../http/network.js';
 import type { Profile } from '../profiles/profiles.js';
 import { type AttemptReport, type LoopEnd, retryLoop, sleep } from '../retry/loop.js';
 import { parseRetryAfter, RetryBudget } from '../retry/policy.js';
@@ -286,8 +286,8 @@ async function write(
  * While the platform is offline no attempt leaves: wait for the network within the deadline
  * and `offlineWait`. Resolves `undefined` to go on, or the report of an attempt that never
  * left (not retried: the wait used what the call had). The `network` option is the app's
- * code: an `online` or `onOnline()` that throws ends the call as an attempt that never
- * left, the throw as its cause (rejects only with the signal's reason).
+ * code: an `online` or `onOnline()` that throws ends the call as an attempt that never left,
+ * the throw as its cause (rejects only with the signal's reason).
  */
 async function waitForNetwork(
   h: IntentHandle,
@@ -295,31 +295,21 @@ async function waitForNetwork(
   signal: AbortSignal | undefined,
 ): Promise<AttemptReport<never> | undefined> {
   const { network, offlineWait } = h.ctx;
-  const unsent = (error: unknown): AttemptReport<never> => ({
-    outcome: 'no_answer',
-    replayed: false,
-    sent: false,
-    final: true,
-    error,
-  });
+  if (!network) return undefined;
+  let error: unknown;
   try {
-    if (!network || !isOffline(network)) return undefined;
-  } catch (error) {
-    return unsent(error);
+    if (network.online !== false) return undefined;
+    emit(h, { type: 'offline', phase: 'paused' });
+    if (await untilOnline(network, Math.min(budget.remaining(), offlineWait), signal)) {
+      emit(h, { type: 'offline', phase: 'resumed' });
+      return undefined;
+    }
+    error = new DOMException('The network stayed offline', 'NetworkError');
+  } catch (thrown) {
+    if (signal?.aborted && thrown === signal.reason) throw thrown;
+    error = thrown;
   }
-  emit(h, { type: 'offline', phase: 'paused' });
-  let back: boolean;
-  try {
-    back = await untilOnline(network, Math.min(budget.remaining(), offlineWait), signal);
-  } catch (error) {
-    if (signal?.aborted && error === signal.reason) throw error;
-    return unsent(error);
-  }
-  if (back) {
-    emit(h, { type: 'offline', phase: 'resumed' });
-    return undefined;
-  }
-  return unsent(new DOMException('The network stayed offline', 'NetworkError'));
+  return { outcome: 'no_answer', replayed: false, sent: false, final: true, error };
 }
 
 /** An attempt whose transport or callback threw: it may have sent; not retried, the outcome unknown. */

@@ -184,11 +184,8 @@ export async function callWith<T>(
   const plan = await planOf(h);
   const { deadline } = h.ctx.retry;
   // Not another client's lock: this call's own preparation used the deadline up.
-  if (h.ctx.monotonic() - started >= deadline) {
-    emit(h, { type: 'failure', code: 'NOT_SENT', attempts: 0 });
-    const cause = new DOMException('The deadline ran out while fingerprinting the request body', 'TimeoutError');
-    throw new NotSentError({ ...contextOf(h), reason: 'deadline', deadline, cause });
-  }
+  if (h.ctx.monotonic() - started >= deadline)
+    throw new NotSentError({ ...contextOf(h), reason: 'deadline', deadline });
   return call(h, plan, started);
 }
 
