@@ -15,6 +15,11 @@ import { fstatSync, readSync, writeSync } from 'node:fs';
 const WAL_CHUNK = 1 << 20;
 /** A chunk is added once the frames come within this many bytes of the end (a commit's frames fit). */
 const WAL_HEADROOM = WAL_CHUNK / 2;
+/**
+ * A WAL shorter than this gets no zeros yet: a new WAL's first commits (a short-lived
+ * process's only ones) would each flush a chunk of zeros they never reach.
+ */
+const WAL_FIRST = 128 << 10;
 /** The WAL file format (https://sqlite.org/fileformat2.html#walformat): a 32-byte header, then frames of a 24-byte header and a page. */
 const WAL_HEADER = 32;
 const FRAME_HEADER = 24;
@@ -29,6 +34,7 @@ const frameHeader = Buffer.alloc(FRAME_HEADER);
  * before SQLite last started the WAL over (their salts are the old ones), do not.
  */
 function framesNearEnd(wal: number, size: number): boolean {
+  if (size < WAL_FIRST) return false;
   const from = size - WAL_HEADROOM;
   if (from < WAL_HEADER) return true;
   if (readSync(wal, header, 0, WAL_HEADER, 0) < WAL_HEADER) return true;

@@ -191,6 +191,12 @@ describe('SqliteStore file', () => {
     expect(await store.integrityCheck()).toEqual(['ok']);
   });
 
+  it("a new WAL gets no zeros from its first commits: a short-lived process's claims flush only their frames", async () => {
+    const { file, store } = await setup();
+    for (let i = 0; i < 3; i++) await store.claim(intentRecord('u1', `short:${i}`));
+    expect((await stat(`${file}-wal`)).size).toBeLessThan(128 << 10);
+  });
+
   it('a claim resolves only once the WAL is synced, even when asked for relaxed durability', async () => {
     const { store } = await setup();
     await store.claim(intentRecord('u1', 'warm'));
