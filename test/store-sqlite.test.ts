@@ -242,6 +242,24 @@ describe('SqliteStore under another process lock', () => {
     expect((await update)?.attempts).toBe(1);
   });
 
+  it('opens a file of its schema while another connection holds the write lock: opening takes no write lock', async () => {
+    const { dir, remove } = await tempStoreDir();
+    cleanups.push(remove);
+    const first = await openSqliteStore({ dir });
+    await first.claim(intentRecord('u1', 'a'));
+    await first.close();
+    const other = new DatabaseSync(path.join(dir, 'intents.db'));
+    other.exec('BEGIN IMMEDIATE');
+    try {
+      const store = await openSqliteStore({ dir, lockTimeout: 200 });
+      cleanups.push(() => store.close());
+      expect((await store.get('u1', 'a'))?.name).toBe('a');
+    } finally {
+      other.exec('ROLLBACK');
+      other.close();
+    }
+  });
+
   it('gives up with a StoreError after lockTimeout, having written nothing', async () => {
     const { dir, remove } = await tempStoreDir();
     cleanups.push(remove);
