@@ -21,7 +21,7 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type { SQLInputValue, SQLOutputValue, StatementResultingChanges, StatementSync } from 'node:sqlite';
-import { InvalidArgumentError, StoreError } from '../src/errors.js';
+import { InvalidArgumentError, OncelyError, StoreError } from '../src/errors.js';
 import type { Execution, KeyClaim, KeyStore, StoredAnswer } from '../src/server/store.js';
 import { type Db, databaseClass, isBusy } from './sqlite-driver.js';
 import { migrateSqliteKeys } from './sqlite-key-migrations.js';
@@ -173,7 +173,8 @@ export class SqliteKeyStore implements KeyStore<SqliteTransaction> {
   open(): Promise<void> {
     this.#opening ??= this.#open().catch((error) => {
       this.#opening = undefined;
-      throw error;
+      if (error instanceof OncelyError) throw error;
+      throw new StoreError(`SqliteKeyStore could not open ${this.file}: ${messageOf(error)}.`, { cause: error });
     });
     return this.#opening;
   }
@@ -228,7 +229,21 @@ export class SqliteKeyStore implements KeyStore<SqliteTransaction> {
       return running.operation === claim.operation && running.fingerprint === claim.fingerprint
         ? { outcome: 'in_progress' }
         : { outcome: 'mismatch' };
-    const committed = this.#readCommitted(claim);
+    let workFailed = false;
+    // The handler's own error as it is; the database's as a StoreError (nothing committed).
+    const failed = (error: unknown) =>
+      workFailed || error instanceof OncelyError
+        ? error
+        : new StoreError(
+            `SqliteKeyStore could not run the request under its key: ${messageOf(error)}. Nothing was committed.`,
+            { scope: claim.scope, cause: error },
+          );
+    let committed: Row | undefined;
+    try {
+      committed = this.#readCommitted(claim);
+    } catch (error) {
+      throw failed(error);
+    }
     if (committed) return outcomeOf(committed, claim);
     this.#inFlight.set(id, claim);
     const release = () => {
@@ -250,13 +265,18 @@ export class SqliteKeyStore implements KeyStore<SqliteTransaction> {
           if (!row) throw new StoreError('SqliteKeyStore: the key row was neither claimed nor found.');
           return { commit: false, value: outcomeOf(row, claim) };
         }
-        const answer = await this.#runWork(db, work);
+        const answer = await this.#runWork(db, work).catch((error: unknown) => {
+          workFailed = true;
+          throw error;
+        });
         this.#statement(
           db,
           'UPDATE oncely_server_keys SET status = ?, headers = ?, body = ?, created_at = ? WHERE scope = ? AND key = ?',
         ).run(answer.status, JSON.stringify(answer.headers), answer.body, Date.now(), claim.scope, claim.key);
         return { commit: true, value: { outcome: 'ran', answer } satisfies Execution };
       });
+    } catch (error) {
+      throw failed(error);
     } finally {
       release();
     }
@@ -446,6 +466,7 @@ const LIVE = `SELECT operation, fingerprint, status, headers, body FROM oncely_s
                WHERE scope = ? AND key = ? AND created_at > ?`;
 
 const closedError = () => new StoreError('SqliteKeyStore is closed.');
+const messageOf = (error: unknown): string => (error as Error)?.message ?? String(error);
 
 /**
  * A `SqliteKeyStore` with its file opened and migrated: errors (a file that is not SQLite,

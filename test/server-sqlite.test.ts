@@ -6,6 +6,7 @@
  * progress; retention; the schema; the transaction handle's limits.
  */
 
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -281,5 +282,33 @@ describe('SqliteKeyStore: retention', () => {
     const left = look.prepare('SELECT key FROM oncely_server_keys ORDER BY key').all();
     expect(left.map((row) => row.key)).toEqual(['m17', 'm18', 'm19']);
     expect(await store.maintain()).toEqual({ deleted: 0 });
+  });
+});
+
+describe('SqliteKeyStore: errors', () => {
+  it('the handler’s own error passes as is; a statement SQLite refuses is a StoreError before the work runs', async () => {
+    const { store, keyRows } = await fresh();
+    const idempotency = createIdempotency({ store });
+    const range = new RangeError('amount out of range');
+    const throws = idempotency.route('POST /payments', () => {
+      throw range;
+    });
+    await expect(throws(post('own', {}))).rejects.toBe(range);
+    let ran = false;
+    const long = { scope: '', key: 'k'.repeat(300), operation: 'POST /payments', fingerprint: 'f' };
+    const refused = store.execute(long, async () => {
+      ran = true;
+      return { status: 200, headers: [], body: new Uint8Array() };
+    });
+    await expect(refused).rejects.toMatchObject({ code: 'STORE_FAILED', message: /CHECK constraint failed/ });
+    expect(ran).toBe(false);
+    expect(keyRows('own')).toBe(0);
+  });
+
+  it('a file that is not SQLite is a StoreError at open, left as it is', async () => {
+    const file = path.join(dir, 'not-sqlite.db');
+    await writeFile(file, 'not a database, but the app’s notes: keep them '.repeat(200));
+    await expect(openSqliteKeyStore({ file })).rejects.toMatchObject({ code: 'STORE_FAILED' });
+    expect(await readFile(file, 'utf8')).toMatch(/^not a database/);
   });
 });
