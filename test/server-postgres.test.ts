@@ -112,6 +112,29 @@ describe('PostgresKeyStore: one transaction', () => {
   });
 });
 
+describe('PostgresKeyStore: the insert re-checks the window', () => {
+  it("a key row committed by a writer that bypassed the advisory lock: StoreError, the handler's rows rolled back", async () => {
+    const pool = db.pool({ max: 2 });
+    const store = new PostgresKeyStore<pg.PoolClient>({ pool, autoMaintain: false });
+    const route = createIdempotency({ store, scope: () => 'acct' }).route('POST /payments', async ({ tx, key }) => {
+      await tx.query("INSERT INTO ledger (scope, key, amount) VALUES ('acct', $1, 1)", [key]);
+      // Another writer, not through the store, commits the same key in the meantime (yesterday's partition).
+      await db.admin.query(
+        `INSERT INTO oncely_server_keys (scope, key, day, created_at, operation, fingerprint, status, headers, body)
+         VALUES ('acct', $1, (now() AT TIME ZONE 'UTC')::date - 1, now() - interval '1 hour', 'POST /payments', 'x', 200, '[]', '')`,
+        [key],
+      );
+      return { status: 201 };
+    });
+    await db.admin.query(`DO $$ DECLARE d date := (now() AT TIME ZONE 'UTC')::date - 1; BEGIN
+      EXECUTE format('CREATE TABLE IF NOT EXISTS %I PARTITION OF oncely_server_keys FOR VALUES FROM (%L) TO (%L)',
+        'oncely_server_keys_' || to_char(d, 'YYYYMMDD'), d, d + 1); END $$`);
+    await expect(route(post('bypassed', { amount: 1 }))).rejects.toMatchObject({ code: 'STORE_FAILED' });
+    expect(await ledgerRows('bypassed')).toBe(0);
+    expect(await keyRows('bypassed')).toBe(1); // only the other writer's
+  });
+});
+
 describe('PostgresKeyStore: concurrency', () => {
   it('N concurrent requests with one key: one effect, every other a 409 + Retry-After long before the handler ends', async () => {
     const n = 16;
