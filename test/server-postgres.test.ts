@@ -7,7 +7,7 @@
 import type pg from 'pg';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { PostgresKeyStore } from '../postgres/key-store.js';
-import { createIdempotency } from '../src/server/index.js';
+import { createIdempotency, once } from '../src/server/index.js';
 import { useTestDatabase } from './postgres/database.js';
 
 const db = useTestDatabase();
@@ -132,6 +132,23 @@ describe('PostgresKeyStore: the insert re-checks the window', () => {
     await expect(route(post('bypassed', { amount: 1 }))).rejects.toMatchObject({ code: 'STORE_FAILED' });
     expect(await ledgerRows('bypassed')).toBe(0);
     expect(await keyRows('bypassed')).toBe(1); // only the other writer's
+  });
+});
+
+describe('PostgresKeyStore: failures of the database', () => {
+  it("a statement the database refuses is a StoreError (cause kept), nothing run; the handler's own error passes as is", async () => {
+    const store = new PostgresKeyStore<pg.PoolClient>({ pool: db.pool({ max: 2 }), autoMaintain: false });
+    let runs = 0;
+    const work = async () => {
+      runs++;
+      return 'ok';
+    };
+    // PostgreSQL text cannot hold NUL: the look-up fails before the work.
+    const refused = once(store, { scope: 'a\u0000b', key: 'k', operation: 'op' }, work);
+    await expect(refused).rejects.toMatchObject({ code: 'STORE_FAILED', cause: expect.any(Error) });
+    expect(runs).toBe(0);
+    const mine = new RangeError('mine');
+    await expect(once(store, { key: 'k-own', operation: 'op' }, () => Promise.reject(mine))).rejects.toBe(mine);
   });
 });
 
