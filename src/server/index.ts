@@ -12,6 +12,8 @@ export {
   type HandlerContext,
   type Idempotency,
   type IdempotentHandler,
+  type RequestEvent,
+  type RequestOutcome,
   type Routed,
 } from './idempotency.js';
 export { MemoryKeyStore, type MemoryKeyStoreOptions, type MemoryTransaction } from './memory-store.js';
