@@ -14,7 +14,7 @@
  * runs), 422 when this request could take its own F (another request runs).
  * Advisory locks at transaction level only: fit for a transaction-mode pooler.
  */
-import { InvalidArgumentError, StoreError } from '../src/errors.js';
+import { InvalidArgumentError, OncelyError, StoreError } from '../src/errors.js';
 import { sha256 } from '../src/intent/sha256.js';
 import type { Execution, KeyClaim, KeyStore, StoredAnswer } from '../src/server/store.js';
 import type { Queryable, QueryConfig, QueryResultLike } from './database.js';
@@ -182,7 +182,18 @@ export class PostgresKeyStore<C extends PooledConnection = PooledConnection> imp
   async execute(claim: KeyClaim, work: (tx: C) => Promise<StoredAnswer>): Promise<Execution> {
     this.#maybeMaintain();
     const locks = lockKeys(claim);
-    const conn = await this.#pool.connect();
+    let conn: C;
+    try {
+      conn = await this.#pool.connect();
+    } catch (error) {
+      throw new StoreError(
+        `PostgresKeyStore could not get a connection: ${(error as Error)?.message ?? String(error)}.`,
+        {
+          scope: claim.scope,
+          cause: error,
+        },
+      );
+    }
     let broken: Error | undefined;
     let inTransaction = false;
     let workFailed = false;
@@ -260,7 +271,12 @@ export class PostgresKeyStore<C extends PooledConnection = PooledConnection> imp
           broken = rollback;
         });
       if (broken === undefined && !workFailed && isConnectionError(error)) broken = error as Error;
-      throw error;
+      // The handler's own error as it is; the database's as a StoreError (nothing committed).
+      if (workFailed || error instanceof OncelyError) throw error;
+      throw new StoreError(
+        `PostgresKeyStore could not run the request under its key: ${(error as Error)?.message ?? String(error)}. Nothing was committed.`,
+        { scope: claim.scope, cause: error },
+      );
     } finally {
       events.off?.('error', onError);
       conn.release(broken);

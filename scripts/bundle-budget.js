@@ -80,7 +80,7 @@ const CHECKOUT_MUST_NOT_HOLD = [
 ];
 /** What imports each of them: the controls that prove the rules can see them. */
 const CONTROL =
-  "export { run, intentFetch, derivedKeys } from 'oncely';\nexport { stripe, ietfBare, profileVariant, profiles } from 'oncely/profiles';\nexport * from 'oncely/mock';\nexport * from 'oncely/otel';\nexport * from 'oncely/check';\nexport { createClient as nodeClient } from 'oncely/node';\nexport * from 'oncely/postgres';\nexport * from 'oncely/server';\nexport * from 'oncely/server/express';\n";
+  "export { run, intentFetch, derivedKeys } from 'oncely';\nexport { stripe, ietfBare, profileVariant, profiles } from 'oncely/profiles';\nexport * from 'oncely/mock';\nexport * from 'oncely/otel';\nexport * from 'oncely/check';\nexport { createClient as nodeClient } from 'oncely/node';\nexport * from 'oncely/postgres';\nexport * from 'oncely/server';\nexport * from 'oncely/server/express';\nexport { idempotent as fastifyIdempotent } from 'oncely/server/fastify';\n";
 
 /** What a bundle of `import { createClient } from 'oncely'` must not contain. */
 const MUST_SHAKE = [

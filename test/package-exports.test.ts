@@ -49,10 +49,11 @@ describe('exports', () => {
     expect(resolveTarget(pkg.exports['./mock/msw']!, ['import'])).toBe('./dist/src/mock/msw.js');
   });
 
-  test('the server half and its Express adapter have their own entries', () => {
+  test('the server half and its Express and Fastify adapters have their own entries', () => {
     expect(resolveTarget(pkg.exports['./server']!, ['import'])).toBe('./dist/src/server/index.js');
     expect(resolveTarget(pkg.exports['./server']!, ['types', 'import'])).toBe('./dist/src/server/index.d.ts');
     expect(resolveTarget(pkg.exports['./server/express']!, ['import'])).toBe('./dist/src/server/express.js');
+    expect(resolveTarget(pkg.exports['./server/fastify']!, ['import'])).toBe('./dist/src/server/fastify.js');
   });
 
   test('every entry lists types first', () => {

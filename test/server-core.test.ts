@@ -335,3 +335,54 @@ describe('one fingerprint for the client and the server', () => {
     expect(claims).toEqual([record?.fingerprint]);
   });
 });
+
+describe('onRequest: what each request did, per operation', () => {
+  it('hears ran, replayed, in_progress, mismatch, bad_key, too_large and threw; a throwing observer changes nothing', async () => {
+    const events: { operation: string; outcome: string; status: number | undefined; scope: string | undefined }[] = [];
+    let fail = false;
+    let gate: Promise<void> | undefined;
+    const idempotency = createIdempotency({
+      store: new MemoryKeyStore(),
+      maxBodyBytes: 100,
+      scope: () => 'acct',
+      onRequest: ({ operation, outcome, status, scope }) => {
+        events.push({ operation, outcome, status, scope });
+        throw new Error('a broken observer');
+      },
+    });
+    const route = idempotency.route('POST /payments', async () => {
+      await gate;
+      if (fail) throw new Error('boom');
+      return { status: 201, body: {} };
+    });
+    await route(post('/payments', '"o1"', { amount: 1 }));
+    await route(post('/payments', '"o1"', { amount: 1 }));
+    await route(post('/payments', '"o1"', { amount: 2 }));
+    await route(post('/payments', undefined, {}));
+    await route(post('/payments', '"o2"', { pad: 'x'.repeat(200) }));
+    let open!: () => void;
+    gate = new Promise((resolve) => {
+      open = resolve;
+    });
+    const held = route(post('/payments', '"o3"', {}));
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    await route(post('/payments', '"o3"', {}));
+    open();
+    await held;
+    gate = undefined;
+    fail = true;
+    await expect(route(post('/payments', '"o4"', {}))).rejects.toThrow('boom');
+    expect(events.map(({ outcome, status }) => [outcome, status])).toEqual([
+      ['ran', 201],
+      ['replayed', 201],
+      ['mismatch', 422],
+      ['bad_key', 400],
+      ['too_large', 413],
+      ['in_progress', 409],
+      ['ran', 201],
+      ['threw', undefined],
+    ]);
+    expect(events.every((event) => event.operation === 'POST /payments')).toBe(true);
+    expect(events[0]!.scope).toBe('acct');
+  });
+});

@@ -82,7 +82,7 @@ export function idempotent<Tx>(idempotency: Idempotency<Tx>, handler: Idempotent
       res.status(response.status);
       for (const [name, value] of response.headers) if (name !== 'set-cookie') res.setHeader(name, value);
       const cookies = response.headers.getSetCookie();
-      if (cookies.length) res.setHeader('set-cookie', cookies);
+      if (cookies.length) res.setHeader('set-cookie', cookies.length === 1 ? cookies[0]! : cookies);
       res.end(new Uint8Array(await response.arrayBuffer()));
     } catch (error) {
       next(error);

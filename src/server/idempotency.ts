@@ -41,6 +41,25 @@ export interface HandlerContext<Tx> {
  */
 export type IdempotentHandler<Tx> = (context: HandlerContext<Tx>) => Answer | Promise<Answer>;
 
+/**
+ * How a request on a configured route ended: `ran` (the handler ran and committed),
+ * `replayed`, `in_progress` (409), `mismatch` (422), `bad_key` (400), `too_large` (413),
+ * `threw` (the handler or the store threw: nothing committed).
+ */
+export type RequestOutcome = 'ran' | 'replayed' | 'in_progress' | 'mismatch' | 'bad_key' | 'too_large' | 'threw';
+
+/** What `onRequest` hears once per request: for replay rates, 409s and 422s per operation. */
+export interface RequestEvent {
+  operation: string;
+  outcome: RequestOutcome;
+  /** The status answered; `undefined` when it threw. */
+  status: number | undefined;
+  /** The request's scope, once known. */
+  scope: string | undefined;
+  /** Time to the answer (the body not yet sent), in ms. */
+  ms?: number;
+}
+
 /** How a request reaches a handler: the operation it is bound to, and the route's params. */
 export interface Routed {
   /** `METHOD /route`, e.g. `POST /payments/:id`. */
@@ -118,29 +137,60 @@ export function createIdempotency<Tx>(options: IdempotencyOptions<Tx>): Idempote
   }
 
   async function handle(request: Request, routed: Routed, handler: IdempotentHandler<Tx>): Promise<Response> {
+    const started = performance.now();
+    const seen: { outcome: RequestOutcome; scope?: string } = { outcome: 'threw' };
+    let status: number | undefined;
+    try {
+      const response = await answer(request, routed, handler, seen);
+      status = response.status;
+      return response;
+    } finally {
+      if (config.onRequest) {
+        const event: RequestEvent = { operation: routed.operation, outcome: seen.outcome, status, scope: seen.scope };
+        event.ms = performance.now() - started;
+        try {
+          config.onRequest(event);
+        } catch {
+          // An observer never changes an answer.
+        }
+      }
+    }
+  }
+
+  async function answer(
+    request: Request,
+    routed: Routed,
+    handler: IdempotentHandler<Tx>,
+    seen: { outcome: RequestOutcome; scope?: string },
+  ): Promise<Response> {
     const url = new URL(request.url);
     const method = request.method.toUpperCase();
     const raw = request.headers.get(name);
     if (raw === null) {
+      seen.outcome = 'bad_key';
       const detail = `${method} requests to this route must carry an ${name} header.`;
       return problem({ type: PROBLEM_TYPES.keyMissing, title: `${name} is missing`, status: 400, detail });
     }
     const reading = readKeyHeader(raw, config.keyFormat, config.maxKeyLength);
-    if (!reading.ok)
+    if (!reading.ok) {
+      seen.outcome = 'bad_key';
       return problem({
         type: PROBLEM_TYPES.keyInvalid,
         title: `${name} is invalid`,
         status: 400,
         detail: reading.reason,
       });
+    }
     const length = Number(request.headers.get('content-length') ?? 0);
     const bytes = length > config.maxBodyBytes ? undefined : new Uint8Array(await request.clone().arrayBuffer());
     if (!bytes || bytes.byteLength > config.maxBodyBytes) {
+      seen.outcome = 'too_large';
       const detail = `The body is larger than ${config.maxBodyBytes} bytes.`;
       return problem({ type: PROBLEM_TYPES.tooLarge, title: 'Content Too Large', status: 413, detail });
     }
     const text = new TextDecoder().decode(bytes);
     const scope = await config.scope(request);
+    seen.scope = scope;
     const path = relative(url) ?? url.pathname + url.search;
     const claim = checkClaim({
       scope,
@@ -162,6 +212,7 @@ export function createIdempotency<Tx>(options: IdempotencyOptions<Tx>): Idempote
       firstHeaders = headers;
       return stored;
     });
+    seen.outcome = execution.outcome;
     switch (execution.outcome) {
       case 'ran':
         // The body is the stored bytes: the replay will send exactly these.

@@ -61,11 +61,11 @@ export class MemoryKeyStore implements KeyStore<MemoryTransaction> {
     let answer: StoredAnswer;
     try {
       answer = await work({ onCommit: (write) => void writes.push(write) });
+      for (const write of writes) write();
     } catch (error) {
       if (this.#rows.get(id) === mine) this.#rows.delete(id);
       throw error;
     }
-    for (const write of writes) write();
     mine.answer = answer;
     return { outcome: 'ran', answer };
   }

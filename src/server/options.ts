@@ -2,6 +2,7 @@
 import { InvalidArgumentError } from '../errors.js';
 import type { KeyFormat } from '../mock/options.js';
 import { ietf, type Profile } from '../profiles/profiles.js';
+import type { RequestEvent } from './idempotency.js';
 import type { KeyStore } from './store.js';
 
 export interface IdempotencyOptions<Tx> {
@@ -47,6 +48,12 @@ export interface IdempotencyOptions<Tx> {
   storeHeader?: (name: string) => boolean;
   /** Largest request body read, in bytes; larger is a 413. @default 1_048_576 */
   maxBodyBytes?: number;
+  /**
+   * Hears how each request ended (S7: measure the replay rate, 409s and 422s per
+   * operation). Called after the answer is ready; what it throws is ignored.
+   * @example onRequest: ({ operation, outcome }) => counter.add(1, { operation, outcome })
+   */
+  onRequest?: (event: RequestEvent) => void;
 }
 
 export interface ResolvedOptions<Tx> {
@@ -61,6 +68,7 @@ export interface ResolvedOptions<Tx> {
   storeHeader: (name: string) => boolean;
   maxBodyBytes: number;
   replayHeader: string;
+  onRequest: ((event: RequestEvent) => void) | undefined;
 }
 
 const NEVER_STORED = new Set([
@@ -100,5 +108,6 @@ export function resolveOptions<Tx>(options: IdempotencyOptions<Tx>): ResolvedOpt
     storeHeader: (name) => !NEVER_STORED.has(name.toLowerCase()) && chosen(name.toLowerCase()),
     maxBodyBytes: options.maxBodyBytes ?? 1_048_576,
     replayHeader: profile.replayHeaders[0] ?? 'Idempotent-Replayed',
+    onRequest: options.onRequest,
   };
 }
