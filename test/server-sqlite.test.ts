@@ -11,7 +11,7 @@ import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { openSqliteKeyStore, SqliteKeyStore, type SqliteTransaction } from '../node/sqlite-key-store.js';
-import { createIdempotency } from '../src/server/index.js';
+import { createIdempotency, once } from '../src/server/index.js';
 import { tempStoreDir } from './fixtures/store-dirs.js';
 
 let dir = '';
@@ -282,6 +282,21 @@ describe('SqliteKeyStore: retention', () => {
     const left = look.prepare('SELECT key FROM oncely_server_keys ORDER BY key').all();
     expect(left.map((row) => row.key)).toEqual(['m17', 'm18', 'm19']);
     expect(await store.maintain()).toEqual({ deleted: 0 });
+  });
+});
+
+describe('SqliteKeyStore: once()', () => {
+  it('a queue consumer keyed by a message id: ran, then the stored result; another request is a mismatch', async () => {
+    const { store, ledgerRows } = await fresh();
+    const spec = { scope: 'acct', key: 'msg-1', operation: 'payout', request: { amount: 9 } };
+    const work = async (tx: SqliteTransaction) => {
+      tx.run('INSERT INTO ledger (scope, key, amount) VALUES (?, ?, ?)', 'acct', 'msg-1', 9);
+      return { paid: 9 };
+    };
+    expect(await once(store, spec, work)).toEqual({ outcome: 'ran', value: { paid: 9 } });
+    expect(await once(store, spec, work)).toEqual({ outcome: 'replayed', value: { paid: 9 } });
+    expect(await once(store, { ...spec, request: { amount: 10 } }, work)).toEqual({ outcome: 'mismatch' });
+    expect(ledgerRows('msg-1')).toBe(1);
   });
 });
 
