@@ -38,6 +38,15 @@ CREATE INDEX oncely_server_keys_by_age ON oncely_server_keys (created_at);
 
 export const SQLITE_KEY_SCHEMA_VERSION = sqliteKeyMigrations[sqliteKeyMigrations.length - 1]!.version;
 
+/** The newest version applied to the file (0: none), read without taking the write lock. */
+export function schemaVersion(db: Db): number {
+  const table = db.prepare(
+    `SELECT 1 AS found FROM sqlite_schema WHERE type = 'table' AND name = 'oncely_server_migrations'`,
+  );
+  if (!table.get()) return 0;
+  return Number(db.prepare('SELECT max(version) AS v FROM oncely_server_migrations').get()?.v ?? 0);
+}
+
 /**
  * Applies the migrations the file lacks, each with its row, in the caller's `BEGIN
  * IMMEDIATE` transaction (so two processes starting at once do not interleave). A file

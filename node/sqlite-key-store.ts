@@ -24,7 +24,7 @@ import type { SQLInputValue, SQLOutputValue, StatementResultingChanges, Statemen
 import { InvalidArgumentError, OncelyError, StoreError } from '../src/errors.js';
 import type { Execution, KeyClaim, KeyStore, StoredAnswer } from '../src/server/store.js';
 import { type Db, databaseClass, isBusy } from './sqlite-driver.js';
-import { migrateSqliteKeys } from './sqlite-key-migrations.js';
+import { migrateSqliteKeys, SQLITE_KEY_SCHEMA_VERSION, schemaVersion } from './sqlite-key-migrations.js';
 import { retryWhileBusy } from './sqlite-open.js';
 
 /** Positional values, or named ones (`{ $amount: 1 }`) then positional ones. */
@@ -191,16 +191,20 @@ export class SqliteKeyStore implements KeyStore<SqliteTransaction> {
       if (String(mode?.journal_mode).toLowerCase() !== 'wal')
         throw new StoreError(`SqliteKeyStore: ${this.file} cannot use WAL (journal_mode ${mode?.journal_mode}).`);
       writer.exec('PRAGMA synchronous = FULL');
-      await retryWhileBusy(() => {
-        writer.exec('BEGIN IMMEDIATE');
-        try {
-          migrateSqliteKeys(writer);
-          writer.exec('COMMIT');
-        } catch (error) {
-          if (writer.isTransaction) writer.exec('ROLLBACK');
-          throw error;
-        }
-      }, this.#lockTimeout);
+      // Read first: a file already migrated is opened without the write lock, which another
+      // process may hold for as long as its handler runs.
+      const version = await retryWhileBusy(() => schemaVersion(writer), this.#lockTimeout);
+      if (version !== SQLITE_KEY_SCHEMA_VERSION)
+        await retryWhileBusy(() => {
+          writer.exec('BEGIN IMMEDIATE');
+          try {
+            migrateSqliteKeys(writer);
+            writer.exec('COMMIT');
+          } catch (error) {
+            if (writer.isTransaction) writer.exec('ROLLBACK');
+            throw error;
+          }
+        }, this.#lockTimeout);
       reader = new Database(this.file);
       reader.exec('PRAGMA busy_timeout = 0; PRAGMA query_only = 1');
     } catch (error) {

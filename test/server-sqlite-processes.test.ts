@@ -2,7 +2,8 @@
  * SqliteKeyStore across processes (real files, fsync): a server SIGKILLed mid-handler
  * leaves no key and no effect, and the next attempt runs once; one killed after its commit
  * (the answer never sent) is replayed; two processes on one file racing one key make one
- * effect (the other waits for the write lock, then replays).
+ * effect (the other waits for the write lock, then replays); 6 processes × bursts of 3:
+ * one effect; a process whose lock wait runs out gets a StoreError, never a second effect.
  */
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
@@ -35,6 +36,7 @@ afterAll(() => remove());
 
 interface Child {
   proc: ChildProcessWithoutNullStreams;
+  lines: string[];
   waitFor(prefix: string): Promise<string>;
   exited: Promise<void>;
 }
@@ -71,6 +73,7 @@ function start(args: string[]): Child {
   const exited = new Promise<void>((resolve) => proc.once('close', () => resolve()));
   const c: Child = {
     proc,
+    lines,
     exited,
     waitFor: (prefix) =>
       new Promise((resolve, reject) => {
@@ -104,6 +107,9 @@ const post = (key: string) =>
 async function restarted(file: string) {
   const store = await openSqliteKeyStore({ file, autoMaintain: false });
   stores.push(store);
+  await store.transaction((tx) =>
+    tx.exec('CREATE TABLE IF NOT EXISTS ledger (id INTEGER PRIMARY KEY, key TEXT NOT NULL, amount INTEGER NOT NULL)'),
+  );
   const payments = createIdempotency({ store }).route('POST /payments', async ({ tx, json, key }) => {
     const { amount } = json as { amount: number };
     const row = tx.get<{ id: number }>('INSERT INTO ledger (key, amount) VALUES (?, ?) RETURNING id', key, amount)!;
@@ -159,11 +165,46 @@ describe('SqliteKeyStore: two processes on one file', () => {
     a.proc.stdin.write('go\n');
     b.proc.stdin.write('go\n');
     const done = await Promise.all([a.waitFor('done'), b.waitFor('done')]);
+    await Promise.all([a.waitFor('end'), b.waitFor('end')]);
     // One ran; the other could not see its running key (another process), waited for the
     // write lock, found the committed row under it and replayed.
     expect(done.sort()).toEqual(['done 201 ran', 'done 201 replayed']);
     const next = await restarted(file);
     expect(next.ledgerRows('shared')).toBe(1);
     expect(next.keyRows('shared')).toBe(1);
+  });
+
+  it('6 processes × a burst of 3 with one key: one effect; in each process one request waits, its repeats get 409', async () => {
+    const file = fileOf();
+    await (await restarted(file)).payments(post('warm')); // the file and its tables exist before the race
+    const children = Array.from({ length: 6 }, () => start([file, 'race', 'burst', '300', '3']));
+    await Promise.all(children.map((c) => c.waitFor('ready')));
+    for (const c of children) c.proc.stdin.write('go\n');
+    await Promise.all(children.map((c) => c.waitFor('end')));
+    const answers = children.flatMap((c) => c.lines.filter((line) => /^(done|error)/.test(line)));
+    const count = (line: string) => answers.filter((a) => a === line).length;
+    expect(answers).toHaveLength(18);
+    expect(count('done 201 ran')).toBe(1);
+    expect(count('done 201 replayed')).toBe(5);
+    expect(count('done 409 ran')).toBe(12); // a 409 carries no replay marker
+    const next = await restarted(file);
+    expect(next.ledgerRows('burst')).toBe(1);
+    expect(next.keyRows('burst')).toBe(1);
+  });
+
+  it('a write lock held past lockTimeout by another process: a StoreError, nothing ran; then the key runs once', async () => {
+    const file = fileOf();
+    await restarted(file); // migrated, with its ledger: the waiter opens it without the write lock
+    const holder = start([file, 'hang', 'holder']);
+    await holder.waitFor('written');
+    const waiter = start([file, 'race', 'waits', '0', '1', '300']);
+    await waiter.waitFor('ready');
+    waiter.proc.stdin.write('go\n');
+    expect(await waiter.waitFor('error')).toMatch(/write lock for more than 300 ms; nothing ran/);
+    await kill(holder);
+    const next = await restarted(file);
+    expect(next.ledgerRows('waits')).toBe(0);
+    expect((await next.payments(post('waits'))).status).toBe(201);
+    expect(next.ledgerRows('waits')).toBe(1);
   });
 });
