@@ -18,6 +18,7 @@
  * 5. the handler on that connection; the answer into the key row; `COMMIT`, and the key
  *    leaves the map in the same turn.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type { SQLInputValue, SQLOutputValue, StatementResultingChanges, StatementSync } from 'node:sqlite';
@@ -136,6 +137,8 @@ export class SqliteKeyStore implements KeyStore<SqliteTransaction> {
   /** Keys this process is working on (claimed, not yet committed or rolled back). */
   readonly #inFlight = new Map<string, KeyClaim>();
   readonly #statements = new Map<string, StatementSync>();
+  /** Set while a handler runs, to refuse a nested transaction (it would queue behind its own). */
+  readonly #working = new AsyncLocalStorage<{ live: boolean }>();
   #writer: Db | undefined;
   #reader: Db | undefined;
   #opening: Promise<void> | undefined;
@@ -223,6 +226,7 @@ export class SqliteKeyStore implements KeyStore<SqliteTransaction> {
 
   async execute(claim: KeyClaim, work: (tx: SqliteTransaction) => Promise<StoredAnswer>): Promise<Execution> {
     if (this.#closed) throw closedError();
+    this.#notNested();
     if (!this.#writer) await this.open();
     this.#maybeMaintain();
     // From here to the queue: one synchronous turn, so no other request of this process can
@@ -294,6 +298,7 @@ export class SqliteKeyStore implements KeyStore<SqliteTransaction> {
    */
   async transaction<T>(work: (tx: SqliteTransaction) => T | Promise<T>): Promise<T> {
     if (this.#closed) throw closedError();
+    this.#notNested();
     if (!this.#writer) await this.open();
     return this.#write(
       () => undefined,
@@ -435,12 +440,22 @@ export class SqliteKeyStore implements KeyStore<SqliteTransaction> {
         this.#transactionTimeout,
       );
     });
+    const context = { live: true };
     try {
-      return await Promise.race([work(tx), timeout]);
+      return await Promise.race([this.#working.run(context, () => work(tx)), timeout]);
     } finally {
       live = false;
+      context.live = false;
       clearTimeout(timer);
     }
+  }
+
+  /** A handler that awaits another transaction of this store would wait for itself (until transactionTimeout). */
+  #notNested(): void {
+    if (this.#working.getStore()?.live)
+      throw new InvalidArgumentError(
+        'SqliteKeyStore: a handler called execute() or transaction() of its own store; it would wait for its own transaction. Write through its `tx`.',
+      );
   }
 
   #statement(db: Db, sql: string): StatementSync {

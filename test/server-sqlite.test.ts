@@ -161,6 +161,26 @@ describe('SqliteKeyStore: one transaction', () => {
     );
   });
 
+  it('a handler that calls its own store again is refused at once (it would wait for itself); later, from a timer, it may', async () => {
+    const { store, ledgerRows } = await fresh();
+    let later: Promise<unknown> | undefined;
+    const idempotency = createIdempotency({ store });
+    const nested = idempotency.route('POST /payments', async ({ tx, key }) => {
+      tx.run('INSERT INTO ledger (scope, key, amount) VALUES (?, ?, ?)', '', key, 1);
+      later = sleep(10).then(() =>
+        store.transaction((t) => t.run('INSERT INTO ledger (scope, key, amount) VALUES (?, ?, ?)', '', 'after', 1)),
+      );
+      await store.transaction(() => undefined);
+      return { status: 201 };
+    });
+    const started = performance.now();
+    await expect(nested(post('nested', {}))).rejects.toThrow(/its own store/);
+    expect(performance.now() - started).toBeLessThan(1_000);
+    await later;
+    expect(ledgerRows('nested')).toBe(0);
+    expect(ledgerRows('after')).toBe(1);
+  });
+
   it('a handler past transactionTimeout is rolled back, the key is free, its late statements throw', async () => {
     const { store, ledgerRows, keyRows } = await fresh({ transactionTimeout: 200 });
     let late: unknown;
