@@ -24,6 +24,7 @@ import path from 'node:path';
 import type { SQLInputValue, SQLOutputValue, StatementResultingChanges, StatementSync } from 'node:sqlite';
 import { InvalidArgumentError, OncelyError, StoreError } from '../src/errors.js';
 import type { Execution, KeyClaim, KeyStore, StoredAnswer } from '../src/server/store.js';
+import { wellFormed } from '../src/store/record-rules.js';
 import { type Db, databaseClass, isBusy } from './sqlite-driver.js';
 import { migrateSqliteKeys, SQLITE_KEY_SCHEMA_VERSION, schemaVersion } from './sqlite-key-migrations.js';
 import { retryWhileBusy } from './sqlite-open.js';
@@ -227,6 +228,11 @@ export class SqliteKeyStore implements KeyStore<SqliteTransaction> {
   async execute(claim: KeyClaim, work: (tx: SqliteTransaction) => Promise<StoredAnswer>): Promise<Execution> {
     if (this.#closed) throw closedError();
     this.#notNested();
+    // Stored as UTF-8, where two scopes with lone surrogates become one: one tenant's keys.
+    if (!wellFormed(claim.scope) || !wellFormed(claim.operation))
+      throw new InvalidArgumentError(
+        'SqliteKeyStore: the scope and the operation must be well-formed Unicode (no lone surrogate).',
+      );
     if (!this.#writer) await this.open();
     this.#maybeMaintain();
     // From here to the queue: one synchronous turn, so no other request of this process can

@@ -340,6 +340,13 @@ describe('SqliteKeyStore: errors', () => {
     expect(keyRows('own')).toBe(0);
   });
 
+  it('a scope with a lone surrogate is refused: as UTF-8 two such scopes would be one', async () => {
+    const { store } = await fresh();
+    const claim = { scope: 'acct-\ud800', key: 'k', operation: 'POST /payments', fingerprint: 'f' };
+    const work = async () => ({ status: 200, headers: [], body: new Uint8Array() });
+    await expect(store.execute(claim, work)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+  });
+
   it('a file that is not SQLite is a StoreError at open, left as it is', async () => {
     const file = path.join(dir, 'not-sqlite.db');
     await writeFile(file, 'not a database, but the app’s notes: keep them '.repeat(200));
