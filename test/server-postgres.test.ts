@@ -64,6 +64,24 @@ describe('PostgresKeyStore: schema and partitions', () => {
     expect(await store.maintain()).toEqual({ created: [], dropped: [] });
   });
 
+  it("autoMaintain: a store's first request starts maintain() in the background (a missing day ahead comes back)", async () => {
+    const ahead = await db.admin.query(
+      `SELECT 'oncely_server_keys_' || to_char((now() AT TIME ZONE 'UTC')::date + 7, 'YYYYMMDD') AS t`,
+    );
+    const table = ahead.rows[0].t as string;
+    await db.admin.query(`DROP TABLE ${table}`);
+    const errors: unknown[] = [];
+    const store = new PostgresKeyStore<pg.PoolClient>({
+      pool: db.pool({ max: 3 }),
+      onMaintenanceError: (error) => errors.push(error),
+    });
+    expect((await once(store, { key: 'auto', operation: 'op' }, async () => 1)).outcome).toBe('ran');
+    const exists = async () => (await db.admin.query('SELECT to_regclass($1) AS t', [table])).rows[0].t !== null;
+    for (let i = 0; i < 100 && !(await exists()); i++) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(await exists()).toBe(true);
+    expect(errors).toEqual([]);
+  });
+
   it('refuses a retention under 24 h', () => {
     expect(() => new PostgresKeyStore({ pool: db.admin, retentionMs: 3_600_000 })).toThrow(/24 h/);
   });
