@@ -73,10 +73,14 @@ export function lockKeys(claim: KeyClaim): { key: string; request: [number, numb
   return { key: int64(k), request: [int32(f.slice(0, 8)), int32(f.slice(8, 16))] };
 }
 
-/** The window: rows of the days it covers (partition pruning), newer than retention. */
+/**
+ * The window: rows newer than retention, in the days it covers. The days come as parameters
+ * (from the database's clock, read in the lock statement) so that the planner prunes the
+ * other partitions when it plans the statement, not row by row.
+ */
 const LIVE = `scope = $1 AND key = $2
-  AND day >= ((now() - $3::interval) AT TIME ZONE 'UTC')::date
-  AND created_at > now() - $3::interval`;
+  AND day BETWEEN $3::date AND $4::date
+  AND created_at > now() - $5::interval`;
 
 interface Row {
   operation: string;
@@ -210,14 +214,17 @@ export class PostgresKeyStore<C extends PooledConnection = PooledConnection> imp
         text: `BEGIN ISOLATION LEVEL READ COMMITTED;
                SELECT CASE WHEN pg_try_advisory_xact_lock(${locks.request[0]}, ${locks.request[1]})
                  THEN CASE WHEN pg_try_advisory_xact_lock(${locks.key}) THEN 'claimed' ELSE 'other' END
-                 ELSE 'same' END AS hold`,
-      })) as unknown as [unknown, { rows: { hold: 'claimed' | 'other' | 'same' }[] }];
+                 ELSE 'same' END AS hold,
+                 to_char(((now() - interval '${this.#retention}') AT TIME ZONE 'UTC')::date, 'YYYY-MM-DD') AS first_day,
+                 to_char((now() AT TIME ZONE 'UTC')::date, 'YYYY-MM-DD') AS today`,
+      })) as unknown as [unknown, { rows: { hold: 'claimed' | 'other' | 'same'; first_day: string; today: string }[] }];
       inTransaction = true;
-      const hold = held.rows[0]!.hold;
+      const { hold, first_day: firstDay, today } = held.rows[0]!;
+      const live = [claim.scope, claim.key, firstDay, today, this.#retention];
       const found = await conn.query({
         text: `SELECT operation, fingerprint, status, headers, body FROM oncely_server_keys
                 WHERE ${LIVE} ORDER BY created_at DESC LIMIT 1`,
-        values: [claim.scope, claim.key, this.#retention],
+        values: live,
       });
       const row = found.rows[0] as Row | undefined;
       if (row || hold !== 'claimed') {
@@ -244,13 +251,11 @@ export class PostgresKeyStore<C extends PooledConnection = PooledConnection> imp
       }
       const inserted = await conn.query({
         text: `INSERT INTO oncely_server_keys (scope, key, day, created_at, operation, fingerprint, status, headers, body)
-               SELECT $1, $2, (now() AT TIME ZONE 'UTC')::date, now(), $4, $5, $6, $7, $8
+               SELECT $1, $2, $4::date, now(), $6, $7, $8, $9, $10
                 WHERE NOT EXISTS (SELECT 1 FROM oncely_server_keys WHERE ${LIVE})
                ON CONFLICT DO NOTHING`,
         values: [
-          claim.scope,
-          claim.key,
-          this.#retention,
+          ...live,
           claim.operation,
           claim.fingerprint,
           answer.status,

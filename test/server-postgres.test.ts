@@ -6,6 +6,7 @@
  */
 import type pg from 'pg';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { checkKeyInvariant } from '../postgres/key-invariant.js';
 import { PostgresKeyStore } from '../postgres/key-store.js';
 import { createIdempotency, once } from '../src/server/index.js';
 import { useTestDatabase } from './postgres/database.js';
@@ -62,6 +63,24 @@ describe('PostgresKeyStore: schema and partitions', () => {
     expect(parts.rows[0].relname).toBe(`oncely_server_keys_${today}`);
     const store = new PostgresKeyStore({ pool: db.admin });
     expect(await store.maintain()).toEqual({ created: [], dropped: [] });
+  });
+
+  it("autoMaintain: a store's first request starts maintain() in the background (a missing day ahead comes back)", async () => {
+    const ahead = await db.admin.query(
+      `SELECT 'oncely_server_keys_' || to_char((now() AT TIME ZONE 'UTC')::date + 7, 'YYYYMMDD') AS t`,
+    );
+    const table = ahead.rows[0].t as string;
+    await db.admin.query(`DROP TABLE ${table}`);
+    const errors: unknown[] = [];
+    const store = new PostgresKeyStore<pg.PoolClient>({
+      pool: db.pool({ max: 3 }),
+      onMaintenanceError: (error) => errors.push(error),
+    });
+    expect((await once(store, { key: 'auto', operation: 'op' }, async () => 1)).outcome).toBe('ran');
+    const exists = async () => (await db.admin.query('SELECT to_regclass($1) AS t', [table])).rows[0].t !== null;
+    for (let i = 0; i < 100 && !(await exists()); i++) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(await exists()).toBe(true);
+    expect(errors).toEqual([]);
   });
 
   it('refuses a retention under 24 h', () => {
@@ -281,5 +300,36 @@ describe('PostgresKeyStore: retention across day partitions', () => {
     expect(dropped).not.toContain(yesterday);
     expect((await db.admin.query('SELECT to_regclass($1) AS t', [old])).rows[0].t).toBeNull();
     expect((await db.admin.query('SELECT to_regclass($1) AS t', [yesterday])).rows[0].t).not.toBeNull();
+  });
+});
+
+describe('checkKeyInvariant: effects = distinct keys per operation', () => {
+  it('no drift after runs, replays and a thrown handler; an effect written outside a key is drift 1', async () => {
+    await db.admin.query(
+      'CREATE TABLE payouts (id bigserial PRIMARY KEY, key text, created_at timestamptz NOT NULL DEFAULT now())',
+    );
+    const pool = db.pool({ max: 2 });
+    const store = new PostgresKeyStore<pg.PoolClient>({ pool, autoMaintain: false });
+    let fail = false;
+    const route = createIdempotency({ store }).route('POST /payouts', async ({ tx, key }) => {
+      await tx.query('INSERT INTO payouts (key) VALUES ($1)', [key]);
+      if (fail) throw new Error('boom');
+      return { status: 201 };
+    });
+    for (const key of ['p1', 'p2', 'p1', 'p3', 'p2']) await route(post(key, { amount: 1 }, '/payouts'));
+    fail = true;
+    await expect(route(post('p4', { amount: 1 }, '/payouts'))).rejects.toThrow('boom');
+    const options = {
+      operation: 'POST /payouts',
+      effectsSql: 'SELECT count(*) FROM payouts WHERE created_at > $1',
+    };
+    expect(await checkKeyInvariant(pool, options)).toEqual({
+      operation: 'POST /payouts',
+      keys: 3,
+      effects: 3,
+      drift: 0,
+    });
+    await db.admin.query("INSERT INTO payouts (key) VALUES ('outside')");
+    expect((await checkKeyInvariant(pool, options)).drift).toBe(1);
   });
 });
