@@ -7,6 +7,8 @@ export { type ListeningContractServer, type ListenOptions, listenContractServer 
 export { SQLITE_KEY_SCHEMA_VERSION, type SqliteKeyMigration, sqliteKeyMigrations } from './sqlite-key-migrations.js';
 export {
   openSqliteKeyStore,
+  type SqliteInvariantOptions,
+  type SqliteInvariantReport,
   SqliteKeyStore,
   type SqliteKeyStoreOptions,
   type SqliteTransaction,

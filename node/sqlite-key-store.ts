@@ -88,6 +88,29 @@ export interface SqliteKeyStoreOptions {
   onMaintenanceError?: (error: unknown) => void;
 }
 
+export interface SqliteInvariantOptions {
+  /** The operation the keys were bound to, e.g. `POST /payments`. */
+  operation: string;
+  /**
+   * SQL that counts the effects in the window, as one number in the first column; its one
+   * parameter `?` is the window's start in ms since the epoch (the keys' `created_at` unit).
+   * @example "SELECT count(*) FROM ledger WHERE created_at > ?"
+   */
+  effectsSql: string;
+  /** The window, in ms, inside retention. @default 82_800_000 (23 h) */
+  windowMs?: number;
+  /** Which stored answers count as an effect. @default status 200–299 */
+  statuses?: [number, number];
+}
+
+/** Effects against the keys that committed them; `drift` above 0 is an effect without its key. */
+export interface SqliteInvariantReport {
+  operation: string;
+  keys: number;
+  effects: number;
+  drift: number;
+}
+
 interface Row {
   operation: string;
   fingerprint: string;
@@ -338,6 +361,46 @@ export class SqliteKeyStore implements KeyStore<SqliteTransaction> {
     }
     this.#maintainedAt = Date.now();
     return { deleted };
+  }
+
+  /**
+   * The seeds' daily invariant: effects recorded vs keys committed for `operation` over a
+   * window, both counted in one read transaction (one snapshot) on the read connection.
+   * Schedule it; page on `drift > 0` (a duplicate, or an effect written outside its key's
+   * transaction). At the window's start an effect and its key may fall either side, by the
+   * handler's duration.
+   * @example await store.checkInvariant({ operation: 'POST /payments', effectsSql: 'SELECT count(*) FROM ledger WHERE created_at > ?' })
+   */
+  async checkInvariant(options: SqliteInvariantOptions): Promise<SqliteInvariantReport> {
+    if (typeof options?.operation !== 'string' || typeof options.effectsSql !== 'string')
+      throw new InvalidArgumentError('checkInvariant needs an `operation` and an `effectsSql`.');
+    if (this.#closed) throw closedError();
+    if (!this.#writer) await this.open();
+    const [low, high] = options.statuses ?? [200, 299];
+    const since = Date.now() - (options.windowMs ?? 82_800_000);
+    const reader = this.#reader!;
+    return retryWhileBusy(() => {
+      reader.exec('BEGIN');
+      try {
+        const keys = reader
+          .prepare(
+            'SELECT count(*) AS n FROM oncely_server_keys WHERE operation = ? AND status BETWEEN ? AND ? AND created_at > ?',
+          )
+          .get(options.operation, low, high, since);
+        const effects = reader.prepare(options.effectsSql).get(since);
+        reader.exec('COMMIT');
+        const report = {
+          operation: options.operation,
+          keys: Number(keys?.n ?? 0),
+          effects: Number(Object.values(effects ?? { n: 0 })[0]),
+        };
+        return { ...report, drift: report.effects - report.keys };
+      } catch (error) {
+        if (reader.isTransaction) reader.exec('ROLLBACK');
+        if (isBusy(error)) throw error;
+        throw new StoreError(`checkInvariant could not count: ${messageOf(error)}.`, { cause: error });
+      }
+    }, this.#lockTimeout);
   }
 
   /** Waits for the transactions under way, then closes both connections. Later calls throw. */

@@ -305,6 +305,30 @@ describe('SqliteKeyStore: retention', () => {
   });
 });
 
+describe('SqliteKeyStore: checkInvariant()', () => {
+  it('effects = keys for the operation; an effect written outside a key’s transaction is drift 1', async () => {
+    const { file, store } = await fresh();
+    const payments = app(store);
+    for (const key of ['i1', 'i2', 'i3']) await payments(post(key, { amount: 1 }));
+    await payments(post('i1', { amount: 1 })); // a replay: no effect, no key
+    const edit = new DatabaseSync(file);
+    edit.exec('ALTER TABLE ledger ADD COLUMN created_at INTEGER NOT NULL DEFAULT 0');
+    edit.prepare('UPDATE ledger SET created_at = ?').run(Date.now());
+    const check = () =>
+      store.checkInvariant({
+        operation: 'POST /payments',
+        effectsSql: 'SELECT count(*) FROM ledger WHERE created_at > ?',
+      });
+    expect(await check()).toEqual({ operation: 'POST /payments', keys: 3, effects: 3, drift: 0 });
+    edit.prepare(`INSERT INTO ledger (scope, key, amount, created_at) VALUES ('acct', 'i1', 1, ?)`).run(Date.now());
+    edit.close();
+    expect(await check()).toMatchObject({ keys: 3, effects: 4, drift: 1 });
+    await expect(
+      store.checkInvariant({ operation: 'x', effectsSql: 'SELECT nope FROM nowhere' }),
+    ).rejects.toMatchObject({ code: 'STORE_FAILED' });
+  });
+});
+
 describe('SqliteKeyStore: once()', () => {
   it('a queue consumer keyed by a message id: ran, then the stored result; another request is a mismatch', async () => {
     const { store, ledgerRows } = await fresh();
