@@ -174,7 +174,7 @@ describe('SqliteKeyStore: two processes on one file', () => {
     expect(next.keyRows('shared')).toBe(1);
   });
 
-  it('6 processes × a burst of 3 with one key: one effect; in each process one request waits, its repeats get 409', async () => {
+  it('6 processes × a burst of 3 with one key: one effect; the others replay or get 409, never an error', async () => {
     const file = fileOf();
     await (await restarted(file)).payments(post('warm')); // the file and its tables exist before the race
     const children = Array.from({ length: 6 }, () => start([file, 'race', 'burst', '300', '3']));
@@ -185,8 +185,12 @@ describe('SqliteKeyStore: two processes on one file', () => {
     const count = (line: string) => answers.filter((a) => a === line).length;
     expect(answers).toHaveLength(18);
     expect(count('done 201 ran')).toBe(1);
-    expect(count('done 201 replayed')).toBe(5);
-    expect(count('done 409 ran')).toBe(12); // a 409 carries no replay marker
+    // Each other process replays at least once: its first request, after the write lock (or
+    // from the committed row, when its "go" came late, and then its repeats replay too).
+    expect(count('done 201 replayed')).toBeGreaterThanOrEqual(5);
+    // The running process's two repeats at least: in flight there, 409 (no replay marker).
+    expect(count('done 409 ran')).toBeGreaterThanOrEqual(2);
+    expect(count('done 201 ran') + count('done 201 replayed') + count('done 409 ran')).toBe(18);
     const next = await restarted(file);
     expect(next.ledgerRows('burst')).toBe(1);
     expect(next.keyRows('burst')).toBe(1);
