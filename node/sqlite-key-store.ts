@@ -21,7 +21,13 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import type { SQLInputValue, SQLOutputValue, StatementResultingChanges, StatementSync } from 'node:sqlite';
+import type {
+  DatabaseSync,
+  SQLInputValue,
+  SQLOutputValue,
+  StatementResultingChanges,
+  StatementSync,
+} from 'node:sqlite';
 import { InvalidArgumentError, OncelyError, StoreError } from '../src/errors.js';
 import type { Execution, KeyClaim, KeyStore, StoredAnswer } from '../src/server/store.js';
 import { wellFormed } from '../src/store/record-rules.js';
@@ -86,6 +92,12 @@ export interface SqliteKeyStoreOptions {
   maintainBatch?: number;
   /** Called with a background maintenance failure (retried an hour later). @default ignore */
   onMaintenanceError?: (error: unknown) => void;
+  /**
+   * Called once with the store's write connection when it opens, outside any transaction:
+   * per-connection settings the handlers' statements need. Do not keep the connection.
+   * @example setup: (db) => db.exec('PRAGMA foreign_keys = ON')
+   */
+  setup?: (connection: DatabaseSync) => void;
 }
 
 export interface SqliteInvariantOptions {
@@ -158,6 +170,7 @@ export class SqliteKeyStore implements KeyStore<SqliteTransaction> {
   readonly #autoMaintain: boolean;
   readonly #maintainBatch: number;
   readonly #onMaintenanceError: (error: unknown) => void;
+  readonly #setup: ((connection: DatabaseSync) => void) | undefined;
   /** Keys this process is working on (claimed, not yet committed or rolled back). */
   readonly #inFlight = new Map<string, KeyClaim>();
   readonly #statements = new Map<string, StatementSync>();
@@ -194,6 +207,7 @@ export class SqliteKeyStore implements KeyStore<SqliteTransaction> {
     this.#maintainBatch = positive(options.maintainBatch, 500, 'maintainBatch');
     this.#autoMaintain = options.autoMaintain ?? true;
     this.#onMaintenanceError = options.onMaintenanceError ?? (() => undefined);
+    this.#setup = options.setup;
   }
 
   /** Opens the file (WAL, `synchronous=FULL`) and brings the key tables up to date. Safe from every process. */
@@ -232,6 +246,7 @@ export class SqliteKeyStore implements KeyStore<SqliteTransaction> {
             throw error;
           }
         }, this.#lockTimeout);
+      this.#setup?.(writer);
       reader = new Database(this.file);
       reader.exec('PRAGMA busy_timeout = 0; PRAGMA query_only = 1');
     } catch (error) {
@@ -454,7 +469,20 @@ export class SqliteKeyStore implements KeyStore<SqliteTransaction> {
         const { commit, value } = await body(db);
         if (!db.isTransaction)
           throw new StoreError('SqliteKeyStore: the transaction was ended by its work; nothing of the key was stored.');
-        db.exec(commit ? 'COMMIT' : 'ROLLBACK');
+        if (!commit) db.exec('ROLLBACK');
+        else
+          try {
+            db.exec('COMMIT');
+          } catch (error) {
+            // Still open (a deferred constraint, a lock): it is rolled back below, nothing
+            // committed. Ended by SQLite itself (an I/O error, fsync): the WAL may hold it.
+            if (db.isTransaction) throw error;
+            ended();
+            throw new StoreError(
+              `SqliteKeyStore: the COMMIT of the key and its effect failed (${messageOf(error)}); whether it committed is unknown. A retry with the key finds out: the replay, or a first run.`,
+              { cause: error },
+            );
+          }
         ended();
         return value;
       } catch (error) {

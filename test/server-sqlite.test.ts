@@ -371,6 +371,41 @@ describe('SqliteKeyStore: errors', () => {
     await expect(store.execute(claim, work)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
   });
 
+  it('a COMMIT SQLite refuses (a deferred foreign key, on through setup): rolled back, a StoreError, the key free', async () => {
+    const file = path.join(dir, `shop-${++files}.db`);
+    const store = await openSqliteKeyStore({
+      file,
+      autoMaintain: false,
+      setup: (db) => db.exec('PRAGMA foreign_keys = ON'),
+    });
+    stores.push(store);
+    await store.transaction((tx) =>
+      tx.exec(`CREATE TABLE accounts (id TEXT PRIMARY KEY);
+               CREATE TABLE ledger (id INTEGER PRIMARY KEY, scope TEXT NOT NULL, key TEXT NOT NULL, amount INTEGER NOT NULL,
+                 account TEXT REFERENCES accounts (id) DEFERRABLE INITIALLY DEFERRED)`),
+    );
+    const payments = createIdempotency({ store }).route('POST /payments', ({ tx, key, json }) => {
+      tx.run(
+        'INSERT INTO ledger (scope, key, amount, account) VALUES (?, ?, ?, ?)',
+        '',
+        key,
+        1,
+        (json as { to: string }).to,
+      );
+      return { status: 201 };
+    });
+    await expect(payments(post('fk', { to: 'nobody' }))).rejects.toMatchObject({
+      code: 'STORE_FAILED',
+      message: /FOREIGN KEY constraint failed.*Nothing was committed/,
+    });
+    const look = new DatabaseSync(file, { readOnly: true });
+    expect(look.prepare('SELECT count(*) AS n FROM ledger').get()!.n).toBe(0);
+    expect(look.prepare('SELECT count(*) AS n FROM oncely_server_keys').get()!.n).toBe(0);
+    look.close();
+    await store.transaction((tx) => tx.run(`INSERT INTO accounts VALUES ('nobody')`));
+    expect((await payments(post('fk', { to: 'nobody' }))).status).toBe(201);
+  });
+
   it('a file that is not SQLite is a StoreError at open, left as it is', async () => {
     const file = path.join(dir, 'not-sqlite.db');
     await writeFile(file, 'not a database, but the app’s notes: keep them '.repeat(200));
