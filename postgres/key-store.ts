@@ -199,8 +199,9 @@ export class PostgresKeyStore<C extends PooledConnection = PooledConnection> imp
       );
     }
     let broken: Error | undefined;
-    let inTransaction = false;
+    let inTransaction = true; // from the BEGIN on: a failure anywhere after it rolls back
     let workFailed = false;
+    let committing = false;
     // A connection that dies while checked out (pg_terminate_backend, a restart) emits
     // 'error' after failing its query; unheard, that would crash the app's process.
     const events = conn as Partial<Emitter>;
@@ -218,7 +219,6 @@ export class PostgresKeyStore<C extends PooledConnection = PooledConnection> imp
                  to_char(((now() - interval '${this.#retention}') AT TIME ZONE 'UTC')::date, 'YYYY-MM-DD') AS first_day,
                  to_char((now() AT TIME ZONE 'UTC')::date, 'YYYY-MM-DD') AS today`,
       })) as unknown as [unknown, { rows: { hold: 'claimed' | 'other' | 'same'; first_day: string; today: string }[] }];
-      inTransaction = true;
       const { hold, first_day: firstDay, today } = held.rows[0]!;
       const live = [claim.scope, claim.key, firstDay, today, this.#retention];
       const found = await conn.query({
@@ -267,6 +267,7 @@ export class PostgresKeyStore<C extends PooledConnection = PooledConnection> imp
         throw new StoreError(
           'PostgresKeyStore: the key was committed by a transaction that did not hold its advisory lock (another writer of oncely_server_keys?); this one is rolled back.',
         );
+      committing = true;
       await conn.query({ text: 'COMMIT' });
       inTransaction = false;
       return { outcome: 'ran', answer };
@@ -276,10 +277,13 @@ export class PostgresKeyStore<C extends PooledConnection = PooledConnection> imp
           broken = rollback;
         });
       if (broken === undefined && !workFailed && isConnectionError(error)) broken = error as Error;
-      // The handler's own error as it is; the database's as a StoreError (nothing committed).
+      // The handler's own error as it is; the database's as a StoreError.
       if (workFailed || error instanceof OncelyError) throw error;
+      const reason = (error as Error)?.message ?? String(error);
       throw new StoreError(
-        `PostgresKeyStore could not run the request under its key: ${(error as Error)?.message ?? String(error)}. Nothing was committed.`,
+        committing
+          ? `PostgresKeyStore: the COMMIT of the key and its effect got no answer (${reason}); whether it committed is unknown. A retry with the key finds out: the replay, or a first run.`
+          : `PostgresKeyStore could not run the request under its key: ${reason}. Nothing was committed.`,
         { scope: claim.scope, cause: error },
       );
     } finally {

@@ -240,6 +240,23 @@ describe('oncely/server core: bad requests and handler failures', () => {
   it('413 for a body over maxBodyBytes; 404 for another method or path; misuse throws typed errors', async () => {
     const s = setup({ maxBodyBytes: 10 });
     expect((await s.payments(post('/payments', '"big"', { amount: 'x'.repeat(20) }))).status).toBe(413);
+    // Without a Content-Length (a stream), reading stops at the limit.
+    let pulled = 0;
+    const stream = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        pulled++;
+        controller.enqueue(new Uint8Array(8));
+        if (pulled > 1000) controller.close();
+      },
+    });
+    const streamed = new Request(`${BASE}/payments`, {
+      method: 'POST',
+      headers: { 'Idempotency-Key': '"big2"' },
+      body: stream,
+      duplex: 'half',
+    } as RequestInit);
+    expect((await s.payments(streamed)).status).toBe(413);
+    expect(pulled).toBeLessThan(10);
     expect((await s.payments(post('/refunds', '"k"', {}))).status).toBe(404);
     expect(() => s.idempotency.route('payments', async () => ({}))).toThrow(/Invalid route/);
     expect(() => createIdempotency({} as never)).toThrow(/store/);

@@ -1,5 +1,6 @@
 /**
- * oncely/server on PostgreSQL when the server process dies: SIGKILLed after the handler's
+ * oncely/server on PostgreSQL across processes: 8 server processes × bursts of the same
+ * keys — one effect per key. And when the server process dies: SIGKILLed after the handler's
  * ledger row but before the commit — no key, no effect, and the next attempt runs once;
  * SIGKILLed after the commit but before the answer leaves — the next attempt is a replay,
  * one effect.
@@ -95,4 +96,46 @@ describe('oncely/server on PostgreSQL: the server process SIGKILLed', () => {
     expect(runs.n).toBe(0);
     expect(await count('SELECT count(*) AS n FROM ledger WHERE key = $1', 'k-after')).toBe(1);
   });
+});
+
+describe('oncely/server on PostgreSQL: 8 processes × bursts of the same keys', () => {
+  it('each key runs once across all processes; every other answer is in_progress or a replay', async () => {
+    const keys = ['burst-1', 'burst-2', 'burst-3'];
+    const children = Array.from({ length: 8 }, () => {
+      const child = spawn(process.execPath, [script, JSON.stringify(db.config), 'burst', keys.join(','), '3'], {
+        cwd: repo,
+      });
+      let out = '';
+      const lines = new Promise<string[]>((resolve, reject) => {
+        child.stdout.on('data', (chunk) => {
+          out += chunk;
+          if (out.includes('done\n')) resolve(out.split('\n').filter(Boolean));
+        });
+        child.once('exit', (code) => (code === 0 ? undefined : reject(new Error(`child exited ${code}`))));
+      });
+      const ready = new Promise<void>((resolve) => {
+        const check = () => (out.includes('ready\n') ? resolve() : setTimeout(check, 10));
+        check();
+      });
+      return { child, lines, ready };
+    });
+    await Promise.all(children.map((c) => c.ready));
+    for (const c of children) c.child.stdin.write('go\n');
+    const answers = (await Promise.all(children.map((c) => c.lines))).flat().filter((l) => l.startsWith('burst-'));
+    expect(answers).toHaveLength(8 * 3 * 3);
+    // The bursts did meet: some answers were 409s of a key another process held.
+    expect(answers.filter((l) => l.endsWith(' in_progress')).length).toBeGreaterThan(0);
+    for (const key of keys) {
+      const outcomes = answers.filter((l) => l.startsWith(`${key} `)).map((l) => l.split(' ')[1]);
+      expect(
+        outcomes.filter((o) => o === 'ran'),
+        key,
+      ).toHaveLength(1);
+      expect(
+        outcomes.every((o) => o === 'ran' || o === 'in_progress' || o === 'replayed'),
+        key,
+      ).toBe(true);
+      expect(await count('SELECT count(*) AS n FROM ledger WHERE key = $1', key)).toBe(1);
+    }
+  }, 60_000);
 });

@@ -112,6 +112,32 @@ async function toStored(answer: Answer, storeHeader: (name: string) => boolean):
 
 const NULL_BODY = new Set([204, 205, 304]);
 
+/** The body's bytes, or `undefined` as soon as more than `max` arrive (the rest is not read). */
+async function readAtMost(request: Request, max: number): Promise<Uint8Array | undefined> {
+  if (!request.body) return new Uint8Array();
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > max) {
+      // Not awaited: a cancelled branch of a tee (a clone) settles only when the other one does.
+      reader.cancel().catch(() => undefined);
+      return undefined;
+    }
+    chunks.push(value);
+  }
+  const all = new Uint8Array(size);
+  let at = 0;
+  for (const chunk of chunks) {
+    all.set(chunk, at);
+    at += chunk.byteLength;
+  }
+  return all;
+}
+
 function toResponse(stored: StoredAnswer, headers: HeadersInit): Response {
   return new Response(NULL_BODY.has(stored.status) ? null : stored.body.slice(), { status: stored.status, headers });
 }
@@ -182,8 +208,8 @@ export function createIdempotency<Tx>(options: IdempotencyOptions<Tx>): Idempote
       });
     }
     const length = Number(request.headers.get('content-length') ?? 0);
-    const bytes = length > config.maxBodyBytes ? undefined : new Uint8Array(await request.clone().arrayBuffer());
-    if (!bytes || bytes.byteLength > config.maxBodyBytes) {
+    const bytes = length > config.maxBodyBytes ? undefined : await readAtMost(request.clone(), config.maxBodyBytes);
+    if (!bytes) {
       seen.outcome = 'too_large';
       const detail = `The body is larger than ${config.maxBodyBytes} bytes.`;
       return problem({ type: PROBLEM_TYPES.tooLarge, title: 'Content Too Large', status: 413, detail });
