@@ -68,6 +68,11 @@ const CHECKOUT_MUST_NOT_HOLD = [
   },
   { what: 'the mock (oncely/mock)', prefix: 'dist/src/mock/', markers: ['idempotency-key-missing'] },
   { what: 'OTel (oncely/otel)', prefix: 'dist/src/otel/', markers: ['oncely.intent'] },
+  {
+    what: 'the server half (oncely/server)',
+    prefix: 'dist/src/server/',
+    markers: ['An idempotent handler must answer'],
+  },
   // 0.1.0 was never published: no legacy fingerprint, no FileStore import (that one stays in node/).
   { what: 'the 0.1.0 compatibility code', source: /legacy|0\.1\.0/i },
   { what: 'the CLI (oncely check)', prefix: 'dist/src/cli/' },
@@ -76,7 +81,7 @@ const CHECKOUT_MUST_NOT_HOLD = [
 ];
 /** What imports each of them: the controls that prove the rules can see them. */
 const CONTROL =
-  "export { run, intentFetch, derivedKeys } from 'oncely';\nexport { stripe, ietfBare, profileVariant, profiles } from 'oncely/profiles';\nexport * from 'oncely/mock';\nexport * from 'oncely/otel';\nexport * from 'oncely/check';\nexport { createClient as nodeClient } from 'oncely/node';\nexport * from 'oncely/postgres';\n";
+  "export { run, intentFetch, derivedKeys } from 'oncely';\nexport { stripe, ietfBare, profileVariant, profiles } from 'oncely/profiles';\nexport * from 'oncely/mock';\nexport * from 'oncely/otel';\nexport * from 'oncely/check';\nexport { createClient as nodeClient } from 'oncely/node';\nexport * from 'oncely/postgres';\nexport * from 'oncely/server';\nexport * from 'oncely/server/express';\nexport { idempotent as fastifyIdempotent } from 'oncely/server/fastify';\n";
 
 /** What a bundle of `import { createClient } from 'oncely'` must not contain. */
 const MUST_SHAKE = [

@@ -1,4 +1,6 @@
 #!/bin/sh
-# PostgreSQL server binaries for the PostgresStore tests (they start throwaway clusters).
+# PostgreSQL server binaries for the PostgresStore tests (they start throwaway clusters),
+# and PgBouncer for the tests behind a transaction-mode pooler.
 set -eu
-exec sh "$(dirname "$0")/apt-ensure.sh" "${ONCELY_PG_BIN:-/usr/lib/postgresql/15/bin}/initdb" postgresql
+sh "$(dirname "$0")/apt-ensure.sh" "${ONCELY_PG_BIN:-/usr/lib/postgresql/15/bin}/initdb" postgresql
+exec sh "$(dirname "$0")/apt-ensure.sh" /usr/sbin/pgbouncer pgbouncer
