@@ -3,7 +3,8 @@
  * `createClient` whose store defaults to a SQLite database in the state directory.
  */
 import { type Client, type ClientOptions, createClient as createCoreClient } from '../src/client.js';
-import type { ObservableStore, Store } from '../src/store/store.js';
+import { coordinatorFor } from '../src/coordinator/coordinator.js';
+import { storeView } from '../src/store/forward.js';
 import { SqliteStore } from './sqlite-store.js';
 
 export * from '../src/index.js';
@@ -14,34 +15,28 @@ const shared = new Map<string, { store: SqliteStore; clients: number }>();
 /**
  * The default store, shared by every client of the process that uses the same file, so
  * that their writes share one connection and one group commit; closed with its last client.
+ * Each client gets a view of it that only counts `close` (every other call goes to the
+ * store as made, every argument with it).
  */
-function defaultStore(): Store & ObservableStore {
+function defaultStore(): { view: SqliteStore; store: SqliteStore } {
   const file = new SqliteStore().file;
   let entry = shared.get(file);
   if (!entry) {
     entry = { store: new SqliteStore(), clients: 0 };
     shared.set(file, entry);
   }
-  entry.clients++;
-  const { store } = entry;
+  const held = entry;
+  held.clients++;
+  const { store } = held;
   let closed = false;
-  return {
-    claim: (fresh, options) => store.claim(fresh, options),
-    get: (scope, name) => store.get(scope, name),
-    update: (scope, name, updater, options) => store.update(scope, name, updater, options),
-    delete: (scope, name, key) => store.delete(scope, name, key),
-    list: (scope, states) => store.list(scope, states),
-    clear: (scope) => store.clear(scope),
-    sweep: (scope, now, options) => store.sweep(scope, now, options),
-    subscribe: (listener) => store.subscribe(listener),
-    async close() {
-      if (closed) return;
-      closed = true;
-      if (--entry.clients > 0) return;
-      shared.delete(file);
-      await store.close();
-    },
-  };
+  const view = storeView(store, async () => {
+    if (closed) return;
+    closed = true;
+    if (--held.clients > 0) return;
+    shared.delete(file);
+    await store.close();
+  });
+  return { view, store };
 }
 
 /**
@@ -49,5 +44,8 @@ function defaultStore(): Store & ObservableStore {
  * (`$ONCELY_STATE_DIR`, else the OS one, e.g. `~/.local/state/oncely`) unless `store` is given.
  */
 export function createClient(options: ClientOptions): Client {
-  return createCoreClient({ ...options, store: options.store ?? defaultStore() });
+  if (options.store) return createCoreClient(options);
+  // Clients sharing the process's store share its coordination too (one chain per intent).
+  const { view, store } = defaultStore();
+  return createCoreClient({ ...options, store: view, coordinator: options.coordinator ?? coordinatorFor(store) });
 }

@@ -20,6 +20,8 @@ const { startRefuseRepeatsServer } = await load('test/check/refuse-repeats-serve
 const { startRedisServer } = await load('test/check/redis-server.ts');
 const { startExpressRedisServer } = await load('test/check/express-redis-server.ts');
 const { startExpressFormServer } = await load('test/check/express-form-server.ts');
+const { startFingerprintBoundServer } = await load('test/check/fingerprint-bound-server.ts');
+const { startHiddenRaceServer } = await load('test/check/hidden-race-server.ts');
 
 type Started = { url: string; close(): Promise<void> };
 interface Case {
@@ -102,6 +104,21 @@ const cases: Case[] = [
     path: '/v1/charges',
     args: ['--form', 'amount=1000&currency=usd', ...SLOW],
     start: startExpressFormServer,
+  },
+  {
+    title: 'a racy server that binds a body to the first key that sent it (one fixed body: INCONCLUSIVE)',
+    args: JSON_BODY,
+    start: startFingerprintBoundServer,
+  },
+  {
+    title: 'the same server with a body per key (`--json \'{"amount":1000,"currency":"EUR","ref":"{{key}}"}\'`)',
+    args: ['--json', '{"amount":1000,"currency":"EUR","ref":"{{key}}"}'],
+    start: startFingerprintBoundServer,
+  },
+  {
+    title: 'a read-then-write store whose window opens only when slowed (no `--slow`: the race is not measured)',
+    args: JSON_BODY,
+    start: startHiddenRaceServer,
   },
 ];
 

@@ -1,6 +1,6 @@
 import ky, { type Options as KyOptions } from 'ky';
 import { coordinatorFor, type IntentCoordinator, LocalCoordinator } from './coordinator/coordinator.js';
-import { IntentPendingError, InvalidArgumentError, InvalidKeyError, StoreError } from './errors.js';
+import { IntentPendingError, InvalidArgumentError, InvalidKeyError } from './errors.js';
 import { type ClientStats, EventHub, type EventOf, type OncelyEvent, type OncelyEventType } from './events.js';
 import { type Network, platformNetwork } from './http/network.js';
 import type { StandardSchemaV1 } from './http/schema.js';
@@ -13,6 +13,7 @@ import { storeCall } from './intent/store-call.js';
 import { newRecord } from './intent/transitions.js';
 import { ietf, type Profile } from './profiles/profiles.js';
 import { checkMs, MAX_TIMER, type RetryOptions, resolveRetryOptions } from './retry/policy.js';
+import { checkedStore } from './store/checked-store.js';
 import { MemoryStore } from './store/memory-store.js';
 import { isPending, PENDING_STATES, pastRetention, wellFormed } from './store/record-rules.js';
 import type { IntentRecord, IntentState, ObservableStore, Store } from './store/store.js';
@@ -60,7 +61,11 @@ export interface ClientOptions {
   keys?: KeyKind;
   /** Headers sent with every request (e.g. Authorization). A function is called per call. */
   headers?: HeadersInit | (() => HeadersInit);
-  /** The fetch to use. @default globalThis.fetch */
+  /**
+   * The fetch to use. A fetch of yours is code oncely does not own: once it has the
+   * request, nothing it throws proves that nothing left (`sent: true`, the outcome unknown).
+   * @default globalThis.fetch
+   */
   fetch?: typeof globalThis.fetch;
   /**
    * Extra ky options (hooks for logging, credentials…). oncely owns `retry`, `timeout`,
@@ -222,8 +227,8 @@ function warmUp(): void {
 export function createClient(options: ClientOptions, noStore = 'createClient needs a store.'): Client {
   if (typeof options?.baseUrl !== 'string' || !URL.canParse(options.baseUrl))
     throw new InvalidArgumentError(`createClient needs an absolute baseUrl, got ${JSON.stringify(options?.baseUrl)}.`);
-  const store = options.store;
-  if (!store) throw new InvalidArgumentError(noStore);
+  const given = options.store;
+  if (!given) throw new InvalidArgumentError(noStore);
   const scope = options.scope ?? 'default';
   if (typeof scope !== 'string' || scope === '' || !wellFormed(scope))
     throw new InvalidArgumentError('scope must be a non-empty string of well-formed Unicode (no lone surrogates).');
@@ -237,7 +242,9 @@ export function createClient(options: ClientOptions, noStore = 'createClient nee
       'profile must be a Profile object (header, encodeKey, classify), e.g. `import { stripe } from "oncely/profiles"`.',
     );
   const hub = new EventHub();
-  const coordinator: IntentCoordinator = options.coordinator ?? coordinatorFor(store);
+  const coordinator: IntentCoordinator = options.coordinator ?? coordinatorFor(given);
+  // What the engine calls: every answer checked before it is acted on (a custom store may lie).
+  const store = checkedStore(given, (key) => profile.encodeKey(key));
   const keys = options.keys ?? 'v7';
   if (keys !== 'v7' && keys !== 'v4' && typeof (keys as Partial<KeyDeriver> | null)?.derive !== 'function')
     throw new InvalidArgumentError(
@@ -258,6 +265,7 @@ export function createClient(options: ClientOptions, noStore = 'createClient nee
     ky: ky.create({ ...options.ky, ...(staticHeaders ? { headers: staticHeaders } : {}) }),
     headers: typeof headers === 'function' ? headers : undefined,
     fetch: options.fetch ?? ((input, init) => globalThis.fetch(input, init)),
+    ownFetch: options.fetch === undefined,
     baseUrl: normalizeBase(options.baseUrl),
     now,
     monotonic: options.monotonic ?? (() => performance.now()),
@@ -276,7 +284,7 @@ export function createClient(options: ClientOptions, noStore = 'createClient nee
       if (record.scope === scope) hub.emit({ type: 'state', record, source: 'remote' });
     }),
   ];
-  if (isObservable(store)) unsubscribes.push(store.subscribe((event) => hub.emit({ type: 'store', event })));
+  if (isObservable(given)) unsubscribes.push(given.subscribe((event) => hub.emit({ type: 'store', event })));
 
   let sweptOnce = false;
   /** Checks a name and gives the key to form it with; the first forming also sweeps. */
@@ -297,11 +305,18 @@ export function createClient(options: ClientOptions, noStore = 'createClient nee
   const guarded = <T>(what: string, run: () => Promise<T>, extra: { intent?: string } = {}) =>
     storeCall(ctx, what, run, { scope, ...extra });
   const sweep = () => guarded('sweeping', () => store.sweep(scope, now()));
+  /** Refuses (`clear()`) while an intent of the scope may have taken effect unanswered. */
+  const refusePending = async () => {
+    const t = now();
+    const records = await guarded('listing intents', () => store.list(scope));
+    const names = records.filter((r) => isPending(r, t)).map((r) => r.name);
+    if (names.length > 0) throw new IntentPendingError({ scope, names });
+  };
 
   const client: Client = {
     scope,
     profile,
-    store,
+    store: given,
     get stats() {
       return { ...hub.stats };
     },
@@ -319,13 +334,7 @@ export function createClient(options: ClientOptions, noStore = 'createClient nee
           }),
         { intent: name },
       );
-      const record = claimed?.record;
-      // A store that answers garbage is the store's failure, not a TypeError of ours.
-      if (record?.scope !== scope || record.name !== name || typeof record.key !== 'string')
-        throw new StoreError(`The store answered a claim of intent "${name}" with no record of it. Nothing was sent.`, {
-          scope,
-          intent: name,
-        });
+      const { record } = claimed;
       if (intentOptions.key !== undefined && record.key !== intentOptions.key)
         throw new InvalidKeyError(
           `intent "${name}" already has another key stored; reset() it before using a new key`,
@@ -349,8 +358,6 @@ export function createClient(options: ClientOptions, noStore = 'createClient nee
     },
     async pending() {
       const records = await guarded('listing pending intents', () => store.list(scope, PENDING_STATES));
-      if (!Array.isArray(records))
-        throw new StoreError('The store answered a list of intents with something else than a list.', { scope });
       const t = now();
       return records.map((r) => ({
         name: r.name,
@@ -363,16 +370,15 @@ export function createClient(options: ClientOptions, noStore = 'createClient nee
       }));
     },
     async clear(clearOptions = {}) {
-      const force = clearOptions.force === true;
-      if (!force) {
-        const t = now();
-        const records = await guarded('listing intents', () => store.list(scope));
-        const names = records.filter((r) => isPending(r, t)).map((r) => r.name);
-        if (names.length > 0) throw new IntentPendingError({ scope, names });
+      if (clearOptions.force === true) {
+        await guarded('clearing the scope', () => store.clear(scope, {}));
+        coordinator.clearNotes?.(scope); // notes of sent intents go with them
+        return;
       }
-      // Pending ones are kept by the store too: one may have been sent since the list.
-      await guarded('clearing the scope', () => store.clear(scope, force ? {} : { keepPending: now() }));
-      if (force) coordinator.clearNotes?.(scope); // notes of sent intents go with them
+      await refusePending();
+      // Pending ones are kept by the store too: one sent since the list is kept, and refused.
+      await guarded('clearing the scope', () => store.clear(scope, { keepPending: now() }));
+      await refusePending();
     },
     sweep,
     on: (type, listener) => hub.on(type, listener),

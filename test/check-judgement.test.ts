@@ -76,7 +76,9 @@ test('the verdict comes first; a server that races gets no "no changes needed"',
   expect(failed.out).not.toContain('no changes needed');
   expect(failed.out).toContain('no profile prevents the second effect the check found');
 
-  const mock = await listenContractServer(createContractServer());
+  const contract = createContractServer();
+  contract.inject({ fault: 'delay', ms: 50, times: Number.POSITIVE_INFINITY }); // so the burst overlaps
+  const mock = await listenContractServer(contract);
   closers.push(() => mock.close());
   const clean = await run('check', `${mock.url}/payments`, '--json', JSON.stringify(body));
   expect(clean.code).toBe(0);

@@ -100,7 +100,7 @@ test('a racy read-then-write key store: the check reports the duplicate effect a
   const race = report.findings.find((f) => f.id === 'race')!;
   expect(race.severity).toBe('fail');
   expect(race.result).toMatch(
-    /^In [1-3] of 3 rounds, 5 simultaneous first requests with one key made more than one resource: a duplicate effect\.$/,
+    /^In 1 of \d+ rounds, 5 simultaneous first requests with one key made more than one resource: a duplicate effect\.$/,
   );
   expect(race.evidence![0]).toMatch(/^round \d: [2-5] resources \(id pay_\w+, id pay_\w+/);
   expect(race.cannot).toContain('Fix a server that races');

@@ -125,12 +125,12 @@ test.each([
   expect(contract.pendingFaults).toBe(0);
 });
 
-test('a server that is down is one failing finding and no profile', async () => {
+test('a server that is down is one unmeasured finding, an inconclusive verdict and no profile', async () => {
   const { url } = await mock();
   await closers.pop()!();
   const report = await runCheck({ url: `${url}/payments`, json: body });
-  expect(report.findings).toMatchObject([{ id: 'reachable', severity: 'fail' }]);
-  expect(report.failed).toBe(true);
+  expect(report.findings).toMatchObject([{ id: 'reachable', severity: 'unmeasured' }]);
+  expect(report).toMatchObject({ verdict: 'inconclusive', failed: true });
   expect(report.suggestion).toBeUndefined();
   expect(report.requests).toHaveLength(4);
 });

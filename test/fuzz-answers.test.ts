@@ -128,7 +128,9 @@ describe('replay headers with odd casing and values', () => {
     ['Idempotent-Replayed', '?1', true],
     ['Idempotent-Replayed', 'false', false],
     ['Idempotent-Replayed', '', false],
-    ['Idempotency-Replayed', 'true', false],
+    ['Idempotency-Replayed', 'true', true],
+    ['x-idempotent-replayed', 'TRUE', true],
+    ['X-Idempotency-Replayed', 'true', false],
   ])('a 500 with %s: %j — replayed (final, one attempt): %s', async (name, value, replayed) => {
     tried.answers++;
     const server = scriptedFetch(() => new Response('stored failure', { status: 500, headers: { [name]: value } }));

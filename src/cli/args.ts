@@ -9,23 +9,26 @@ Measures one endpoint's idempotency with a bounded sequence of real requests (fr
 each) and prints the oncely profile it needs. It creates real effects: use a test endpoint.
 
 Options:
-  --json <body>          a valid request body (JSON); this or --form is required
+  --json <body>          a valid request body (JSON); this or --form is required; a string
+                         with {{key}} gets a value unique to each key (a body per key)
   --form <body>          a valid request body as a form, e.g. 'amount=1000&currency=usd'
   --header 'Name: value' a header on every request (repeatable), e.g. Authorization
   --origin <origin>      send Origin and check the CORS preflight for it
   --profile <name>       the profile you mean to use: ietf (default), ietf-bare, ietf-bare-unmarked, stripe
   --method POST|PATCH    default POST
   --concurrency <n>      simultaneous first requests with one key (2-20, default 5)
-  --rounds <n>           bursts, each with a fresh key (1-10, default 3)
+  --rounds <n>           bursts that must overlap at the server, each with a fresh key (1-10, default 3)
+  --max-rounds <n>       most bursts sent to get them (default 10)
   --slow 'Name: value'   a header that slows the server's effect, sent on the burst
   --error-json <body>    a body the server rejects (default [])
   --error-form <body>    with --form: a form the server rejects (default: an empty form)
-  --max-requests <n>     refuse to send more (default 40)
+  --max-requests <n>     refuse to send more (default 100)
   --timeout <ms>         per request (default 10000)
   --format table|json    default table
   --dry-run              list the requests, send nothing
 
-Exit: 0 no finding can cause a second effect; 1 one can (or nothing was measured); 2 bad input.`;
+Exit: 0 PASSED: all measured, no finding can cause a second effect; 1 FAILED: one can;
+      2 bad input; 3 INCONCLUSIVE: none found, but the race or the replay was not measured.`;
 
 export interface CliCommand {
   options: CheckOptions;
@@ -83,6 +86,9 @@ export function parseArgs(argv: readonly string[]): CliCommand | undefined {
         break;
       case '--rounds':
         options.rounds = integer(value(), flag);
+        break;
+      case '--max-rounds':
+        options.maxRounds = integer(value(), flag);
         break;
       case '--error-json':
         options.errorJson = parseJson(value(), '--error-json');

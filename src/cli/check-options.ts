@@ -16,7 +16,12 @@ export const CHECK_PROFILES: Readonly<Record<string, Profile>> = {
 export interface CheckOptions {
   /** The endpoint: every request goes to this one URL. */
   url: string;
-  /** The body of a valid request (a value, sent as JSON). One of `json` and `form`. */
+  /**
+   * The body of a valid request (a value, sent as JSON). One of `json` and `form`. A
+   * string holding `{{key}}` is a template: each key gets its own body, with `{{key}}`
+   * replaced by a UUID of that key, for servers that refuse a body another key already sent.
+   * @example { amount: 1000, currency: 'EUR', ref: '{{key}}' }
+   */
   json?: unknown;
   /**
    * The body of a valid request as a form (`application/x-www-form-urlencoded`, Stripe's style).
@@ -43,11 +48,18 @@ export interface CheckOptions {
   /** A header that makes the server's effect slow (a test hook), on the burst's requests: `'X-Delay: 500'`. */
   slow?: string | [string, string];
   /**
-   * Rounds of the burst, each with a fresh key: a race is a matter of timing, so one
-   * round can miss it.
+   * Rounds of the burst, each with a fresh key, in which the requests must overlap at the
+   * server (an in-progress answer, a refusal before the first finished, a second resource)
+   * for the race to count as measured: a race is a matter of timing, so one round can miss it.
    * @default 3
    */
   rounds?: number;
+  /**
+   * Most burst rounds: rounds without overlap do not count, and the check keeps going until
+   * `rounds` overlapped or this many were sent (then the race is "not measured").
+   * @default 10
+   */
+  maxRounds?: number;
   /**
    * A body the server rejects (for the `error-answer` step).
    * @default [] with `json`
@@ -60,7 +72,7 @@ export interface CheckOptions {
   errorForm?: string | Record<string, string>;
   /**
    * Most requests the check may send; it refuses to start when its plan needs more.
-   * @default 40
+   * @default 100
    */
   maxRequests?: number;
   /** Per-request timeout (ms). @default 10_000 */
@@ -71,7 +83,10 @@ export interface CheckOptions {
 
 export interface ResolvedCheckOptions {
   url: string;
-  body: CheckBody;
+  /** The bodies for one key; `token` replaces `{{key}}` (the bodies are the same for every key without a template). */
+  bodyFor(token: string): CheckBody;
+  /** The body holds `{{key}}`. */
+  templated: boolean;
   method: 'POST' | 'PATCH';
   headers: [string, string][];
   origin: string | undefined;
@@ -80,12 +95,26 @@ export interface ResolvedCheckOptions {
   profileName: string;
   concurrency: number;
   rounds: number;
+  maxRounds: number;
   slow: [string, string] | undefined;
-  /** The rejected body, encoded like `body`. */
-  errorBody: string;
+  /** The rejected body for one key, encoded like `bodyFor`. */
+  errorFor(token: string): string;
   maxRequests: number;
   timeout: number;
   fetch: typeof globalThis.fetch;
+}
+
+/** In a body, `{{key}}` stands for a value unique to each key (a UUID of the key). */
+const PLACEHOLDER = '{{key}}';
+const ENCODED_PLACEHOLDER = encodeURIComponent(PLACEHOLDER);
+
+/** `value` with `{{key}}` replaced by `token` in every string (names included). */
+function fill(value: unknown, token: string): unknown {
+  if (typeof value === 'string') return value.replaceAll(PLACEHOLDER, token);
+  if (Array.isArray(value)) return value.map((item) => fill(item, token));
+  if (value !== null && typeof value === 'object')
+    return Object.fromEntries(Object.entries(value).map(([name, item]) => [fill(name, token), fill(item, token)]));
+  return value;
 }
 
 const integerIn = (value: number | undefined, fallback: number, min: number, max: number, name: string) => {
@@ -128,19 +157,30 @@ export function resolveCheckOptions(options: CheckOptions): ResolvedCheckOptions
     ? options.headers.map(([name, value]) => [name, value] as [string, string])
     : Object.entries(options.headers ?? {});
   const slow = typeof options.slow === 'string' ? parseHeader(options.slow, '--slow') : options.slow;
+  const rounds = integerIn(options.rounds, 3, 1, 10, '--rounds');
+  const valid = options.form === undefined ? JSON.stringify(options.json) : form(options.form);
+  const error = options.form === undefined ? JSON.stringify(options.errorJson ?? []) : form(options.errorForm ?? '');
   return {
     url,
-    body: options.form === undefined ? jsonBody(options.json) : formBody(form(options.form)),
+    bodyFor: (token) =>
+      options.form === undefined
+        ? jsonBody(fill(options.json, token))
+        : formBody(form(options.form).replaceAll(PLACEHOLDER, token).replaceAll(ENCODED_PLACEHOLDER, token)),
+    templated: valid.includes(PLACEHOLDER) || valid.includes(ENCODED_PLACEHOLDER),
     method,
     headers,
     origin: options.origin === undefined ? undefined : new URL(options.origin).origin,
     profile,
     profileName,
     concurrency: integerIn(options.concurrency, 5, 2, 20, '--concurrency'),
-    rounds: integerIn(options.rounds, 3, 1, 10, '--rounds'),
+    rounds,
+    maxRounds: integerIn(options.maxRounds, Math.max(10, rounds), rounds, 50, '--max-rounds'),
     slow,
-    errorBody: options.form === undefined ? JSON.stringify(options.errorJson ?? []) : form(options.errorForm ?? ''),
-    maxRequests: integerIn(options.maxRequests, 40, 1, 1000, '--max-requests'),
+    errorFor: (token) =>
+      options.form === undefined
+        ? JSON.stringify(fill(options.errorJson ?? [], token))
+        : error.replaceAll(PLACEHOLDER, token).replaceAll(ENCODED_PLACEHOLDER, token),
+    maxRequests: integerIn(options.maxRequests, 100, 1, 1000, '--max-requests'),
     timeout: integerIn(options.timeout, 10_000, 1, 600_000, '--timeout'),
     fetch: options.fetch ?? ((input, init) => globalThis.fetch(input, init)),
   };

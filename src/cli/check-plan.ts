@@ -33,7 +33,10 @@ export const KEY_LENGTH_LADDER = [64, 255, 256, 1024] as const;
 
 export interface PlanInput {
   concurrency: number;
+  /** Rounds that must overlap at the server. */
   rounds: number;
+  /** Most rounds sent. */
+  maxRounds: number;
   origin: string | undefined;
   /** The body has two or more fields (key order can be tested). */
   reorderable: boolean;
@@ -51,9 +54,9 @@ export function checkPlan(input: PlanInput): PlanStep[] {
     },
     {
       id: 'key-bare',
-      requests: 2,
-      effects: 2,
-      what: 'fresh key sent bare (k), likewise; two fresh keys must give two resources',
+      requests: 4,
+      effects: 4,
+      what: 'fresh key sent bare (k), likewise; two fresh keys must give two resources; when only one encoding is accepted, a fresh key in it again (the control: was the refusal about the encoding?)',
     },
     {
       id: 'key-same',
@@ -63,15 +66,15 @@ export function checkPlan(input: PlanInput): PlanStep[] {
     },
     {
       id: 'replay',
-      requests: 1,
-      effects: 1,
-      what: 'the first key and body again: same status and body? which header marks the replay?',
+      requests: 2,
+      effects: 2,
+      what: 'the first key and body again (once more after a transient answer): same status and body? which header marks the replay?',
     },
     {
       id: 'key-length',
-      requests: KEY_LENGTH_LADDER.length,
-      effects: KEY_LENGTH_LADDER.length,
-      what: `fresh keys of ${KEY_LENGTH_LADDER.join(', ')} characters, stopping at the first rejected`,
+      requests: KEY_LENGTH_LADDER.length + 1,
+      effects: KEY_LENGTH_LADDER.length + 1,
+      what: `fresh keys of ${KEY_LENGTH_LADDER.join(', ')} characters, stopping at the first rejected; then a fresh key of 36 (the control)`,
     },
     {
       id: 'other-body',
@@ -83,16 +86,16 @@ export function checkPlan(input: PlanInput): PlanStep[] {
   if (input.reorderable)
     steps.push({
       id: 'key-order',
-      requests: 1,
-      effects: 1,
-      what: 'the first key, the same body with its fields in reverse order: the same request?',
+      requests: 2,
+      effects: 2,
+      what: 'the first key, the same body with its fields in reverse order (once more after a transient answer): the same request?',
     });
   if (input.hasNumber)
     steps.push({
       id: 'number-type',
-      requests: 1,
-      effects: 1,
-      what: 'the first key, a number sent as a string ("1000" for 1000): loose comparison?',
+      requests: 2,
+      effects: 2,
+      what: 'the first key, a number sent as a string ("1000" for 1000), once more after a transient answer: loose comparison?',
     });
   steps.push(
     {
@@ -103,9 +106,9 @@ export function checkPlan(input: PlanInput): PlanStep[] {
     },
     {
       id: 'burst',
-      requests: input.concurrency * input.rounds,
-      effects: input.concurrency * input.rounds,
-      what: `${input.rounds} × ${input.concurrency} first requests with one fresh key a round (and --slow), released at one instant: one resource each, 409 + Retry-After?`,
+      requests: input.concurrency * input.maxRounds,
+      effects: input.concurrency * input.maxRounds,
+      what: `${input.concurrency} first requests with one fresh key a round (and --slow), released at one instant, until ${input.rounds} rounds overlapped at the server (at most ${input.maxRounds}): one resource each, 409 + Retry-After?`,
     },
     { id: 'missing-key', requests: 1, effects: 1, what: 'no key at all: 400, or processed?' },
     {

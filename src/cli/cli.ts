@@ -9,7 +9,13 @@ export interface CliIo {
   err(text: string): void;
 }
 
-/** Runs the CLI. Resolves with the exit code: 0 clean, 1 findings that can cause a second effect, 2 bad input. */
+/** Exit codes: the verdict's, and 2 for bad input. */
+export const EXIT = { passed: 0, failed: 1, badInput: 2, inconclusive: 3 } as const;
+
+/**
+ * Runs the CLI. Resolves with the exit code: 0 passed, 1 a finding can cause a second
+ * effect, 2 bad input, 3 inconclusive (the race or the replay was not measured).
+ */
 export async function cli(argv: readonly string[], io: CliIo): Promise<number> {
   try {
     const command = parseArgs(argv);
@@ -27,16 +33,16 @@ export async function cli(argv: readonly string[], io: CliIo): Promise<number> {
     const report = await runCheck(options);
     if (format === 'json') {
       const { suggestion, ...rest } = report;
-      const code = suggestion && profileCode(suggestion.base, suggestion.changes, report.url, report.failed);
+      const code = suggestion && profileCode(suggestion.base, suggestion.changes, report.url, report.verdict);
       io.out(
         JSON.stringify({ ...rest, suggestion: suggestion && { ...suggestion, profile: undefined, code } }, null, 2),
       );
     } else io.out(formatReport(report));
-    return report.failed ? 1 : 0;
+    return EXIT[report.verdict];
   } catch (error) {
     if (error instanceof OncelyError && error.code === 'INVALID_ARGUMENT') {
       io.err(`oncely: ${error.message}\n\n${USAGE}`);
-      return 2;
+      return EXIT.badInput;
     }
     throw error;
   }

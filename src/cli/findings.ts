@@ -8,9 +8,11 @@
  * - `info`: differs, and the suggested profile or oncely's defaults cover it.
  * - `warn`: differs in a way that can lose information or break another client, not
  *   repeat an effect through oncely.
- * - `fail`: can cause a second effect, or the server could not be measured. Exit 1.
+ * - `fail`: can cause a second effect. Exit 1.
+ * - `unmeasured`: a finding that decides a second effect (the race, the replay) could not
+ *   be measured; `remedy` says what to change. With no `fail`, the verdict is INCONCLUSIVE (exit 3).
  */
-export type Severity = 'pass' | 'info' | 'warn' | 'fail';
+export type Severity = 'pass' | 'info' | 'warn' | 'fail' | 'unmeasured';
 
 export type FindingId =
   | 'reachable'
@@ -40,6 +42,8 @@ export interface Finding {
   oncely: string;
   /** What oncely cannot do about it. */
   cannot?: string;
+  /** When it was not measured: what to change so the next run can measure it. */
+  remedy?: string;
 }
 
 type Notes = { oncely: string; cannot?: string };
@@ -47,7 +51,7 @@ type Notes = { oncely: string; cannot?: string };
 /** Per finding: what oncely does, what it cannot. Keyed by id, then by a short outcome name. */
 export const NOTES = {
   reachable: {
-    fail: {
+    unmeasured: {
       oncely: 'Nothing was measured. Check the URL, --json and --header (auth), then run again.',
     },
   },
@@ -60,12 +64,20 @@ export const NOTES = {
     },
     quotedOnly: { oncely: 'The profile keeps the quoted Structured Field string.' },
     bareOnly: { oncely: 'The profile sends the key bare; a quoted key would be a 400.' },
+    unmeasured: {
+      oncely: 'The profile keeps the encoding that was accepted.',
+      cannot: 'Say whether the other encoding works: a fresh key with the accepted one was refused too.',
+    },
   },
   'key-length': {
     ok: { oncely: "oncely's keys are 36 characters (UUID); caller keys may have up to 255." },
     short: {
       oncely: "oncely's minted keys (36 characters) fit.",
       cannot: 'Send longer caller keys (intent(name, { key })): keep them within the limit.',
+    },
+    unmeasured: {
+      oncely: "oncely's minted keys (36 characters) were accepted.",
+      cannot: 'Say how long a key may be: a fresh key of 36 characters was refused too.',
     },
   },
   identity: {
@@ -85,6 +97,10 @@ export const NOTES = {
       oncely:
         'A retry after a lost answer is refused like this: the intent ends unknown with its key kept (no second effect) and the app reconciles.',
       cannot: 'Learn the first answer from a retry: the server does not replay it.',
+    },
+    unmeasured: {
+      oncely: 'oncely sends the same key on every attempt.',
+      cannot: 'Say whether a retry after a lost answer runs again: not measured.',
     },
     reran: {
       oncely: 'oncely sends the same key on every attempt, which is all a client can do.',
@@ -127,7 +143,7 @@ export const NOTES = {
     same: { oncely: 'Nothing to do.' },
     unmeasured: {
       oncely: 'Nothing to do.',
-      cannot: 'Say how the server compares bodies: it refuses every repeat of a key.',
+      cannot: "Say how the server compares bodies: its answer to the repeat was not the server's word about the key.",
     },
     strict: {
       oncely: 'oncely sends the body it was given on every attempt, so retries carry the same bytes.',
@@ -139,7 +155,7 @@ export const NOTES = {
     strict: { oncely: 'Nothing to do.' },
     unmeasured: {
       oncely: 'Nothing to do.',
-      cannot: 'Say how the server compares bodies: it refuses every repeat of a key.',
+      cannot: "Say how the server compares bodies: its answer to the repeat was not the server's word about the key.",
     },
     loose: {
       oncely: 'oncely never sends a changed body under a key, so this does not reach the server through oncely.',
@@ -163,6 +179,10 @@ export const NOTES = {
       oncely: 'Nothing a client can add: it sends one attempt per intent at a time.',
       cannot: 'Make the server hold or refuse a second request while the first runs.',
     },
+    refused: {
+      oncely: 'Nothing to do.',
+      cannot: 'Say how the server answers a request in progress: every burst was refused as a whole.',
+    },
     unseen: {
       oncely: 'Nothing to do.',
       cannot: 'Say how the server answers: no request overlapped. Pass --slow with a header that slows the effect.',
@@ -170,6 +190,11 @@ export const NOTES = {
   },
   race: {
     one: { oncely: 'One attempt in flight per intent (coordinator), the same key on each.' },
+    unmeasured: {
+      oncely: 'One attempt in flight per intent (coordinator), the same key on each.',
+      cannot:
+        'Say whether two overlapping requests with one key run twice: not enough of the burst overlapped at the server.',
+    },
     several: {
       oncely:
         'oncely keeps one attempt in flight per intent and sends one key, which makes overlap rare (a timed-out attempt still running on the server can overlap its retry).',
@@ -188,6 +213,10 @@ export const NOTES = {
     stored: { oncely: 'A replayed error is final (when marked); the intent fails, the key is kept.' },
     released: { oncely: 'A retry after an error runs again, as the server means it to.' },
     untested: { oncely: 'Nothing to do.', cannot: 'Say how errors are kept: --error-json was accepted.' },
+    unmeasured: {
+      oncely: 'Nothing to do.',
+      cannot: 'Say how errors are kept: the valid body under that key was refused for another reason.',
+    },
   },
   cors: {
     ok: { oncely: 'Browsers can send the key and read the replay marker and Retry-After.' },
@@ -215,7 +244,15 @@ export function finding<I extends FindingId>(
   severity: Severity,
   result: string,
   evidence?: string[],
+  remedy?: string,
 ): Finding {
   const notes = (NOTES[id] as Record<string, Notes>)[note as string]!;
-  return { id, severity, result, ...(evidence && evidence.length > 0 ? { evidence } : {}), ...notes };
+  return {
+    id,
+    severity,
+    result,
+    ...(evidence && evidence.length > 0 ? { evidence } : {}),
+    ...notes,
+    ...(remedy ? { remedy } : {}),
+  };
 }

@@ -2,7 +2,7 @@
 import type { Profile } from '../profiles/profiles.js';
 import type { ProfileChanges } from '../profiles/variants.js';
 import { type Finding, finding } from './findings.js';
-import { identityOf, isSuccess, type ProbeAnswer, replayMarker, sameBody } from './probe.js';
+import { identityOf, isSuccess, isTransient, type ProbeAnswer, replayMarker, sameBody } from './probe.js';
 
 const isObject = (value: unknown): value is Record<string, unknown> =>
   value !== null && typeof value === 'object' && !Array.isArray(value);
@@ -30,12 +30,41 @@ const asServerAnswer = (answer: ProbeAnswer) => ({ status: answer.status, header
 export function judgeReplay(first: ProbeAnswer, again: ProbeAnswer, reliable: boolean, profile: Profile) {
   const findings: Finding[] = [];
   const evidence = [`first → ${describe(first)}`, `again → ${describe(again)}`];
-  if (isSuccess(again) && reliable && identityOf(again) !== identityOf(first)) {
+  const none = { marker: undefined, replay: undefined, refused: undefined };
+  if (isSuccess(again) && !reliable) {
+    findings.push(
+      finding(
+        'replay',
+        'unmeasured',
+        'unmeasured',
+        'Not measured: answers carry no id, no Location and equal bodies, so a replay cannot be told from a second run.',
+        evidence,
+        'Answer with the id of what was created (a field `id`, or a Location header), then run again.',
+      ),
+    );
+    return { findings, ...none };
+  }
+  if (isSuccess(again) && identityOf(again) !== identityOf(first)) {
     findings.push(finding('replay', 'reran', 'fail', 'The same key and body ran again: a second resource.', evidence));
-    return { findings, marker: undefined, replay: undefined, refused: undefined };
+    return { findings, ...none };
+  }
+  if (isTransient(again)) {
+    // Twice no word from the server about the key (the check sent it once more).
+    findings.push(
+      finding(
+        'replay',
+        'unmeasured',
+        'unmeasured',
+        `Not measured: the repeat of the key got ${describe(again)} twice, not the server's word about the key.`,
+        evidence,
+        'Run the check again when the server answers the repeat of a key (a replay or a refusal).',
+      ),
+      finding('replay-marker', 'unmeasured', 'info', `Not measured: the repeat got ${describe(again)}.`),
+    );
+    return { findings, ...none };
   }
   if (!isSuccess(again)) {
-    const refused = again.status >= 400 && again.status < 500 && again.status !== 408 && again.status !== 429;
+    const refused = again.status >= 400 && again.status < 500;
     findings.push(
       refused
         ? finding(
@@ -128,42 +157,161 @@ export function judgeMismatch(first: ProbeAnswer, changed: ProbeAnswer, reliable
   };
 }
 
-/** The burst's rounds: in how many did one key make more than one resource? */
-export function judgeRace(rounds: readonly ProbeAnswer[][], reliable: boolean): Finding {
-  const size = rounds[0]?.length ?? 0;
-  const statuses = (round: readonly ProbeAnswer[]) => round.map((answer) => answer.status || 'no answer').join(', ');
-  const created = rounds.map((round) => new Set(round.filter(isSuccess).map((answer) => identityOf(answer))));
-  const doubled = created.flatMap((ids, i) => (ids.size > 1 ? [i] : []));
-  const of = `${rounds.length === 1 ? 'one round' : `${rounds.length} rounds`} of ${size} simultaneous first requests`;
-  if (doubled.length > 0 && reliable)
-    return finding(
-      'race',
-      'several',
-      'fail',
-      `In ${doubled.length} of ${rounds.length} rounds, ${size} simultaneous first requests with one key made more than one resource: a duplicate effect.`,
-      doubled.map(
-        (i) =>
-          `round ${i + 1}: ${created[i]!.size} resources (${[...created[i]!].join(', ')}); statuses ${statuses(rounds[i]!)}`,
+/** What one burst round shows: how many resources, and how many repeats overlapped the first at the server. */
+export interface RoundResult {
+  answers: ProbeAnswer[];
+  /** Resources made (identities of the 2xx answers). */
+  created: Set<string | undefined>;
+  /** Repeats the server answered while the first request with the key still ran. */
+  overlapping: number;
+}
+
+export interface OverlapContext {
+  profile: Profile;
+  /** The slowest answer to the warm-up (ms): an answer earlier than the first success by more was given before it finished. */
+  transit: number;
+  /** Statuses the check saw mean something else (a refused repeat): they count only by their timing. */
+  ambiguous: ReadonlySet<number>;
+}
+
+/**
+ * One round. A repeat overlapped the first request with the key at the server when the
+ * server says so: it made another resource, it was answered "in progress" (409, or the
+ * profile's status), or it was refused (a 4xx) and that answer came back earlier than the
+ * first success by more than a round trip, so the server gave it while the first still ran.
+ * A replayed success does not count: it may have come after the first finished.
+ */
+export function judgeRound(answers: ProbeAnswer[], context: OverlapContext): RoundResult {
+  const successes = answers.filter(isSuccess);
+  const created = new Set(successes.map((answer) => identityOf(answer)));
+  if (successes.length === 0) return { answers, created, overlapping: 0 };
+  const finished = Math.min(...successes.map((answer) => answer.ms));
+  let overlapping = created.size - 1;
+  for (const answer of answers) {
+    if (isSuccess(answer) || isTransient(answer) || answer.status < 400) continue;
+    const word = asServerAnswer(answer);
+    const inProgress = context.profile.classify(word) === 'in_progress' && !context.ambiguous.has(answer.status);
+    if (inProgress || answer.ms + context.transit < finished) overlapping += 1;
+  }
+  return { answers, created, overlapping };
+}
+
+/** How the race step was powered, as the report states it. */
+export interface RacePower {
+  /** Rounds sent (each a fresh key). */
+  rounds: number;
+  /** Rounds in which the requests overlapped at the server. */
+  overlapped: number;
+  /** Overlapping rounds wanted (`--rounds`). */
+  wanted: number;
+  /** Requests per round. */
+  burst: number;
+  /** Repeats (all requests but one per round) that overlapped the first at the server. */
+  overlappingRepeats: number;
+  repeats: number;
+}
+
+export interface RaceContext {
+  reliable: boolean;
+  wanted: number;
+  /** The body holds `{{key}}` (each key its own body). */
+  templated: boolean;
+  slowed: boolean;
+}
+
+const TEMPLATE_HINT =
+  'If the server refuses a body that another key already sent, give each key its own body with a template: --json \'{"amount":1000,"ref":"{{key}}"}\' ({{key}} becomes a value unique to each key).';
+
+/** The burst's rounds: in any of them, did one key make more than one resource? And was the race measured? */
+export function judgeRace(
+  rounds: readonly RoundResult[],
+  context: RaceContext,
+): { finding: Finding; power: RacePower } {
+  const size = rounds[0]?.answers.length ?? 0;
+  const overlapped = rounds.filter((round) => round.overlapping > 0).length;
+  const power: RacePower = {
+    rounds: rounds.length,
+    overlapped,
+    wanted: context.wanted,
+    burst: size,
+    overlappingRepeats: rounds.reduce((sum, round) => sum + round.overlapping, 0),
+    repeats: rounds.length * Math.max(size - 1, 0),
+  };
+  const powerLine = `power: ${overlapped} of ${rounds.length} rounds × ${size} requests overlapped at the server (${power.overlappingRepeats} of ${power.repeats} repeats met the first request with their key there: told it was in progress, refused before it finished, or run beside it; ${context.wanted} overlapping rounds wanted)`;
+  const statuses = (round: RoundResult) => round.answers.map((answer) => answer.status || 'no answer').join(', ');
+  const lines = rounds.map((round, i) => `round ${i + 1}: statuses ${statuses(round)}`);
+  const doubled = rounds.flatMap((round, i) => (round.created.size > 1 ? [i] : []));
+  if (doubled.length > 0 && context.reliable)
+    return {
+      power,
+      finding: finding(
+        'race',
+        'several',
+        'fail',
+        `In ${doubled.length} of ${rounds.length} rounds, ${size} simultaneous first requests with one key made more than one resource: a duplicate effect.`,
+        [
+          ...doubled.map(
+            (i) =>
+              `round ${i + 1}: ${rounds[i]!.created.size} resources (${[...rounds[i]!.created].join(', ')}); statuses ${statuses(rounds[i]!)}`,
+          ),
+          powerLine,
+        ],
       ),
-    );
-  if (created.every((ids) => ids.size >= 1))
-    return finding(
+    };
+  if (!context.reliable)
+    return {
+      power,
+      finding: finding(
+        'race',
+        'unmeasured',
+        'unmeasured',
+        'Not measured: answers carry no id, no Location and equal bodies, so a second resource cannot be seen.',
+        [...lines, powerLine],
+        'Answer with the id of what was created (a field `id`, or a Location header), then run again.',
+      ),
+    };
+  const refused = rounds.findIndex((round) => round.created.size === 0);
+  if (refused >= 0)
+    return {
+      power,
+      finding: finding(
+        'race',
+        'unmeasured',
+        'unmeasured',
+        `Not measured: in round ${refused + 1}, none of ${size} first requests with a fresh key succeeded.`,
+        [...lines, powerLine],
+        context.templated
+          ? 'Make the body valid for any fresh key (each key gets its own body from the template), then run again.'
+          : TEMPLATE_HINT,
+      ),
+    };
+  if (overlapped < context.wanted)
+    return {
+      power,
+      finding: finding(
+        'race',
+        'unmeasured',
+        'unmeasured',
+        `Not measured: in ${rounds.length} rounds of ${size} simultaneous first requests, the requests overlapped at the server in ${overlapped} (${context.wanted} wanted); the others got the stored answer, which may come after the first finished.`,
+        [...lines, powerLine],
+        `${context.slowed ? 'Slow the effect more (a larger --slow value)' : "Pass --slow 'Name: ms' with a header that makes the server's effect slow (a test hook)"}, or raise --max-rounds, so that requests with one key are at the server together.`,
+      ),
+    };
+  return {
+    power,
+    finding: finding(
       'race',
       'one',
-      reliable ? 'pass' : 'warn',
-      `Each of ${of} made one resource.`,
-      rounds.map((round, i) => `round ${i + 1}: statuses ${statuses(round)}`),
-    );
-  return finding(
-    'race',
-    'one',
-    'warn',
-    `Not measured: in a round of ${size} simultaneous first requests none succeeded.`,
-    rounds.map((round, i) => `round ${i + 1}: statuses ${statuses(round)}`),
-  );
+      'pass',
+      `One key made one resource in each of ${overlapped} rounds × ${size} simultaneous first requests that overlapped at the server (${power.overlappingRepeats} of ${power.repeats} repeats met the first request with their key there; ${rounds.length} rounds sent).`,
+      [...lines, powerLine],
+    ),
+  };
 }
 
 export interface InProgressContext {
+  /** Some round of the burst got a 2xx (else its statuses are refusals of something else). */
+  measured: boolean;
   /** A round made more than one resource (and identities are reliable). */
   duplicated: boolean;
   slowed: boolean;
@@ -176,6 +324,11 @@ export interface InProgressContext {
 
 /** How the burst's overlapping requests were answered, and the in-progress status to map, if one can be. */
 export function judgeInProgress(burst: readonly ProbeAnswer[], context: InProgressContext) {
+  if (!context.measured)
+    return {
+      inProgressStatus: undefined,
+      finding: finding('in-progress', 'refused', 'info', 'Not measured: no round of the burst got a 2xx.'),
+    };
   const statuses = burst.map((answer) => answer.status || 'no answer').join(', ');
   const conflicts = burst.filter((answer) => answer.status === 409);
   const others = burst.filter((answer) => !isSuccess(answer) && answer.status !== 409);
@@ -235,15 +388,42 @@ export function judgeInProgress(burst: readonly ProbeAnswer[], context: InProgre
   };
 }
 
-export function judgeErrorAnswer(e1: ProbeAnswer, e2: ProbeAnswer, e3: ProbeAnswer): Finding {
+/**
+ * Error storage: the rejected body twice, then the valid one under that key. The valid body
+ * refused as the error was (a replay) or as another body under a used key is (`mismatch`,
+ * the status the `other-body` step got) means the key stays bound; refused with any other
+ * status, it was refused for something else (the control failed): nothing is concluded.
+ */
+export function judgeErrorAnswer(
+  e1: ProbeAnswer,
+  e2: ProbeAnswer,
+  e3: ProbeAnswer,
+  mismatch: number,
+  remedy?: string,
+): Finding {
   const evidence = [
     `invalid → ${describe(e1)}`,
     `again → ${describe(e2)}${replayMarker(e1, e2) ? ' (marked as a replay)' : ''}`,
     `valid, same key → ${describe(e3)}`,
   ];
-  return isSuccess(e3)
-    ? finding('error-answer', 'released', 'info', `A ${e1.status} is not stored: the key is free again.`, evidence)
-    : finding('error-answer', 'stored', 'info', `A ${e1.status} is stored: the key stays bound to it.`, evidence);
+  if (isSuccess(e3))
+    return finding(
+      'error-answer',
+      'released',
+      'info',
+      `A ${e1.status} is not stored: the key is free again.`,
+      evidence,
+    );
+  if (e3.status === e1.status || e3.status === mismatch)
+    return finding('error-answer', 'stored', 'info', `A ${e1.status} is stored: the key stays bound to it.`, evidence);
+  return finding(
+    'error-answer',
+    'unmeasured',
+    'info',
+    `Not measured: the valid body under that key got ${describe(e3)}, neither the stored ${e1.status} nor a 2xx.`,
+    evidence,
+    remedy,
+  );
 }
 
 const listed = (value: string | null) => (value ?? '').split(',').map((item) => item.trim().toLowerCase());

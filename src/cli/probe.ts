@@ -12,6 +12,8 @@ export interface ProbeAnswer {
   body: unknown;
   text: string;
   error?: string;
+  /** Milliseconds from handing the request to fetch to reading the whole answer. */
+  ms: number;
 }
 
 export interface ProbeRequest {
@@ -114,14 +116,23 @@ export class Prober {
   }
 
   async #exchange(url: string, init: RequestInit): Promise<ProbeAnswer> {
+    const start = performance.now();
     try {
       const response = await this.#options.fetch(url, init);
       const text = await response.text();
-      return { status: response.status, headers: response.headers, body: parseBody(text), text };
+      const ms = performance.now() - start;
+      return { status: response.status, headers: response.headers, body: parseBody(text), text, ms };
     } catch (error) {
       const cause = error instanceof Error && error.cause instanceof Error ? `: ${error.cause.message}` : '';
       const message = error instanceof Error ? `${error.message}${cause}` : String(error);
-      return { status: 0, headers: new Headers(), body: undefined, text: '', error: message };
+      return {
+        status: 0,
+        headers: new Headers(),
+        body: undefined,
+        text: '',
+        error: message,
+        ms: performance.now() - start,
+      };
     }
   }
 }
@@ -136,6 +147,10 @@ const parseBody = (text: string): unknown => {
 };
 
 export const isSuccess = (answer: ProbeAnswer): boolean => answer.status >= 200 && answer.status < 300;
+
+/** No answer, 408, 429 or a 5xx: says nothing about the key (the check sends it once more). */
+export const isTransient = (answer: ProbeAnswer): boolean =>
+  answer.status === 0 || answer.status === 408 || answer.status === 429 || answer.status >= 500;
 
 const isObject = (value: unknown): value is Record<string, unknown> =>
   value !== null && typeof value === 'object' && !Array.isArray(value);

@@ -1,10 +1,10 @@
 /** How a check report reads: a table of findings, the profile as code, the plan for --dry-run. */
 import type { ProfileChanges } from '../profiles/variants.js';
-import type { CheckReport } from './check.js';
+import type { CheckReport, Verdict } from './check.js';
 import type { PlanStep } from './check-plan.js';
 import type { Severity } from './findings.js';
 
-const LABEL: Record<Severity, string> = { pass: 'PASS', info: 'INFO', warn: 'WARN', fail: 'FAIL' };
+const LABEL: Record<Severity, string> = { pass: 'PASS', info: 'INFO', warn: 'WARN', fail: 'FAIL', unmeasured: '????' };
 
 /** The exported names of the profiles `--profile` accepts. */
 const IDENTIFIER: Record<string, string> = {
@@ -19,10 +19,18 @@ export function effectsWarning(url: string, requests: number, effects: number): 
 }
 
 /**
- * The suggested profile as TypeScript to paste. `failed`: the server can cause a second
- * effect, so the code never says "no changes needed" — no profile fixes that.
+ * The suggested profile as TypeScript to paste. Unless the verdict is `passed` (`failed`
+ * true: any other), the code never says "no changes needed": no profile fixes a second
+ * effect, and what was not measured is not known to be fine.
  */
-export function profileCode(base: string, changes: ProfileChanges, url: string, failed = false): string {
+export function profileCode(
+  base: string,
+  changes: ProfileChanges,
+  url: string,
+  verdict: boolean | Verdict = 'passed',
+): string {
+  const outcome: Verdict = verdict === true ? 'failed' : verdict === false ? 'passed' : verdict;
+  const failed = outcome !== 'passed';
   const id = IDENTIFIER[base] ?? 'base';
   const from = id === 'base' ? '// `base` is the profile you passed to runCheck.' : '';
   const lines: string[] = [];
@@ -51,9 +59,11 @@ export function profileCode(base: string, changes: ProfileChanges, url: string, 
     ...(from ? [from] : []),
     '',
     `// Measured by \`oncely check\` on ${url}.`,
-    ...(failed
+    ...(outcome === 'failed'
       ? ['// The wire format only: no profile prevents the second effect the check found. Fix the server.']
-      : []),
+      : outcome === 'inconclusive'
+        ? ['// The wire format only: the race or the replay was not measured, so a second effect is not ruled out.']
+        : []),
   ];
   if (lines.length === 0)
     return [...head, `export const serverProfile: Profile = ${id};${failed ? '' : ' // no changes needed'}`].join('\n');
@@ -91,21 +101,30 @@ export function formatReport(report: CheckReport): string {
     for (const item of f.evidence ?? []) rows.push(...wrap(`· ${item}`, indent));
     rows.push(...wrap(`oncely: ${f.oncely}`, indent));
     if (f.cannot) rows.push(...wrap(`cannot: ${f.cannot}`, indent));
+    if (f.remedy) rows.push(...wrap(`to measure: ${f.remedy}`, indent));
   }
-  const failed = report.findings.filter((f) => f.severity === 'fail').map((f) => f.id);
+  const ids = (severity: Severity) => report.findings.filter((f) => f.severity === severity).map((f) => f.id);
+  const unmeasured = report.findings.filter((f) => f.severity === 'unmeasured');
   // The verdict comes first, so a profile below a failure never reads as a clean bill.
+  const verdict =
+    report.verdict === 'failed'
+      ? [`FAILED: ${ids('fail').join(', ')} — a retry can cause a second effect (exit 1).`]
+      : report.verdict === 'inconclusive'
+        ? [
+            `INCONCLUSIVE: ${unmeasured.map((f) => f.id).join(', ')} not measured — no second effect was found, but the check could not see whether one can happen (exit 3).`,
+            ...unmeasured.flatMap((f) => (f.remedy ? wrap(`to measure ${f.id}: ${f.remedy}`, '  ') : [])),
+          ]
+        : ['PASSED: no finding can cause a second effect with the profile below (exit 0).'];
   const out = [
     `oncely check  ${report.method} ${report.url}  (${report.requests.length} requests sent)`,
     '',
-    failed.length > 0
-      ? `FAILED: ${failed.join(', ')} — a retry can cause a second effect, or nothing was measured (exit 1).`
-      : 'PASSED: no finding can cause a second effect with the profile below (exit 0).',
+    ...verdict,
     '',
     ...rows,
   ];
   if (report.suggestion) {
     const { base, changes } = report.suggestion;
-    out.push('', 'Profile to use:', '', profileCode(base, changes, report.url, failed.length > 0));
+    out.push('', 'Profile to use:', '', profileCode(base, changes, report.url, report.verdict));
   }
   return out.join('\n');
 }

@@ -1,4 +1,5 @@
 import { type ErrorContext, OncelyError, StoreError } from '../errors.js';
+import { StoreAnswerError } from '../store/checked-store.js';
 import type { ClientContext } from './context.js';
 
 /**
@@ -96,7 +97,9 @@ export async function storeCall<T>(
     // Ours already (a corrupt record), unless it would say nothing left when something did.
     if (error instanceof OncelyError && (error.sent || !context.sent)) throw error;
     const reason = String((error as Error)?.message ?? error).replace(/\.$/, '');
-    throw new StoreError(`The store failed (${what}): ${reason}.${sent}`, {
+    // An in_flight write answered wrongly may have landed anyway, as one answered late.
+    const then = error instanceof StoreAnswerError && !context.sent && LATE[what] === IN_FLIGHT ? IN_FLIGHT : sent;
+    throw new StoreError(`The store failed (${what}): ${reason}.${then}`, {
       ...context,
       cause: error,
     });

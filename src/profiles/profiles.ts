@@ -68,13 +68,13 @@ export const isReplay = (profile: Profile, answer: ServerAnswer): boolean =>
 /**
  * draft-ietf-httpapi-idempotency-key-header: the key as a quoted Structured Field
  * string; 409 in progress; 422 key reused with another payload; replay marked by
- * `Idempotent-Replayed: true`.
+ * `Idempotent-Replayed: true`, or by the other spellings servers use (docs/profiles.md).
  */
 export const ietf: Profile = {
   name: 'ietf',
   header: 'Idempotency-Key',
   encodeKey: serializeSfString,
-  replayHeaders: ['Idempotent-Replayed'],
+  replayHeaders: ['Idempotent-Replayed', 'Idempotency-Replayed', 'X-Idempotent-Replayed'],
   classify: ({ status }) => classifyStatus(status),
   keyTtl: DAY,
   keyedMethods: ['POST', 'PATCH'],

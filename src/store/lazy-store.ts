@@ -1,6 +1,5 @@
+import { STORE_METHODS, type StoreMethod } from './forward.js';
 import type { ObservableStore, Store, StoreEvent } from './store.js';
-
-const FORWARDED = ['claim', 'get', 'update', 'delete', 'list', 'clear', 'sweep'] as const;
 
 /**
  * A store that opens in the background: every call waits for `opening`. Lets the
@@ -12,16 +11,13 @@ export function lazyStore(opening: Promise<Store>): Store & ObservableStore {
   opening.catch(() => undefined);
   // Every call of the Store interface waits for the store, then goes to it as made.
   const forward =
-    (method: (typeof FORWARDED)[number]) =>
+    (method: StoreMethod) =>
     async (...args: unknown[]) => {
       const store = await opening;
       return (store[method] as (...args: unknown[]) => unknown).apply(store, args);
     };
   return {
-    ...(Object.fromEntries(FORWARDED.map((method) => [method, forward(method)])) as Pick<
-      Store,
-      (typeof FORWARDED)[number]
-    >),
+    ...(Object.fromEntries(STORE_METHODS.map((method) => [method, forward(method)])) as Pick<Store, StoreMethod>),
     close: async () => (await opening.catch(() => undefined))?.close?.(),
     subscribe(listener: (event: StoreEvent) => void) {
       let unsubscribe: (() => void) | undefined;

@@ -4,7 +4,7 @@
  * engine sends every write through one method.
  */
 import { MemoryStore } from '../../src/index.js';
-import type { ClaimResult, IntentRecord, IntentState, RecordUpdater } from '../../src/store/store.js';
+import type { ClaimResult, DeleteOptions, IntentRecord, IntentState, RecordUpdater } from '../../src/store/store.js';
 
 export const STORE_OPS = [
   'claim',
@@ -130,10 +130,10 @@ export class FaultyStore extends MemoryStore {
       (k) => this.#garbageRecord(scope, k),
     );
   }
-  override delete(scope: string, name: string, key?: string) {
+  override delete(scope: string, name: string, key?: string, options?: DeleteOptions) {
     return this.#through(
       'delete',
-      () => super.delete(scope, name, key),
+      () => super.delete(scope, name, key, options),
       () => undefined,
     );
   }
@@ -144,10 +144,10 @@ export class FaultyStore extends MemoryStore {
       (k) => (k === 'garbage-undefined' ? undefined : [this.#garbageRecord(scope, k)]),
     );
   }
-  override clear(scope: string) {
+  override clear(scope: string, options?: DeleteOptions) {
     return this.#through(
       'clear',
-      () => super.clear(scope),
+      () => super.clear(scope, options),
       () => undefined,
     );
   }
