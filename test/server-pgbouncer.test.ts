@@ -4,72 +4,28 @@
  * statements. One key raced by more clients than the pooler has server connections: one
  * effect, the others 409; a handler that throws leaves nothing; replays byte for byte.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
-import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresKeyStore } from '../postgres/key-store.js';
 import { createIdempotency } from '../src/server/index.js';
 import { useTestDatabase } from './postgres/database.js';
+import { type Bouncer, startPgBouncer } from './postgres/pgbouncer.js';
 
 const db = useTestDatabase();
-let bouncer: ChildProcess | undefined;
+let bouncer: Bouncer | undefined;
 let pool: pg.Pool;
-
-/** Starts Debian's pgbouncer (as `postgres` when root) in front of the test cluster, transaction pooling. */
-async function startBouncer(): Promise<number> {
-  const dir = db.cluster.host;
-  const port = 40_000 + Math.floor(Math.random() * 20_000);
-  const ini = path.join(dir, 'pgbouncer.ini');
-  await writeFile(
-    ini,
-    [
-      '[databases]',
-      `postgres = host=${dir} port=${db.cluster.port} dbname=postgres user=postgres`,
-      '[pgbouncer]',
-      'listen_addr = 127.0.0.1',
-      `listen_port = ${port}`,
-      'unix_socket_dir =',
-      'auth_type = any',
-      'pool_mode = transaction',
-      'default_pool_size = 3',
-      'max_client_conn = 100',
-      'ignore_startup_parameters = extra_float_digits',
-      `logfile = ${path.join(dir, 'pgbouncer.log')}`,
-    ].join('\n'),
-  );
-  if (!existsSync('/usr/sbin/pgbouncer'))
-    throw new Error(
-      'pgbouncer is missing: `apt-get install -y pgbouncer` (npm run test:unit installs it). The test does not skip.',
-    );
-  const args = ['/usr/sbin/pgbouncer', ini];
-  bouncer = process.getuid?.() === 0 ? spawn('runuser', ['-u', 'postgres', '--', ...args]) : spawn(args[0]!, [ini]);
-  for (let i = 0; i < 100; i++) {
-    const probe = new pg.Client({ host: '127.0.0.1', port, user: 'postgres', database: 'postgres' });
-    try {
-      await probe.connect();
-      await probe.end();
-      return port;
-    } catch {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  }
-  throw new Error('pgbouncer did not start');
-}
 
 beforeAll(async () => {
   await new PostgresKeyStore({ pool: db.admin }).migrate();
   await db.admin.query('CREATE TABLE ledger (id bigserial PRIMARY KEY, key text NOT NULL)');
-  const port = await startBouncer();
-  pool = new pg.Pool({ host: '127.0.0.1', port, user: 'postgres', database: 'postgres', max: 12 });
+  bouncer = await startPgBouncer(db.cluster, { poolMode: 'transaction', poolSize: 3 });
+  pool = new pg.Pool({ host: bouncer.host, port: bouncer.port, user: 'postgres', database: 'postgres', max: 12 });
   pool.on('error', () => undefined);
 }, 60_000);
 
 afterAll(async () => {
   await pool?.end().catch(() => undefined);
-  bouncer?.kill('SIGTERM');
+  await bouncer?.stop();
 });
 
 function payments(behaviour: { sleep?: number; fail?: boolean } = {}) {
