@@ -8,7 +8,7 @@ import {
 import type { ReadAnswer } from '../http/answer.js';
 import { type HttpSender, type HttpTarget, httpAttempt, withTimeout } from '../http/attempt.js';
 import { type StandardSchemaV1, validate } from '../http/schema.js';
-import type { CallPlan, IntentHandle } from './call.js';
+import { type CallPlan, type IntentHandle, keyedBy } from './call.js';
 import { fingerprint } from './fingerprint.js';
 import type { DataOf, IntentResponse, RequestOptions } from './options.js';
 import { mergeHeaders, resolveTarget, serializeBody } from './request-spec.js';
@@ -77,8 +77,8 @@ export async function requestPlan<S extends StandardSchemaV1 | undefined>(
   const body = serializeBody(options.json, options.body, where);
   const headers = mergeHeaders([clientHeaders(h, where), options.headers], where);
   if (options.json !== undefined && !headers.has('content-type')) headers.set('content-type', 'application/json');
-  // A request without the key is not idempotent at the server: it is sent once, never retried.
-  const keyed = options.sendKey === true || ctx.profile.keyedMethods.includes(upper);
+  // A request without the key is not idempotent at the server: the engine sends it once.
+  const keyed = keyedBy(ctx.profile, upper, options.sendKey);
   if (keyed) headers.set(ctx.profile.header, ctx.profile.encodeKey(h.key));
   const http: HttpTarget = { method: upper, url: target.url, headers, body };
   // Chromium refuses keepalive bodies past 64 KB in flight per page: only small ones, in UTF-16 units × 3 bytes at most.
@@ -89,12 +89,12 @@ export async function requestPlan<S extends StandardSchemaV1 | undefined>(
     signal: options.signal,
     method: upper,
     url: target.url,
+    keyed,
     attempt: async (_n, timeout, signal) => {
       const report = await httpAttempt(sender, http, timeout, signal);
       // No answer with keepalive may be the browser's quota: the next attempt goes without.
       if (report.outcome === 'no_answer') http.keepalive = false;
       if (report.follow) http.url = report.follow;
-      else if (!keyed) report.final = true;
       return report as Awaited<ReturnType<CallPlan<ReadAnswer, unknown>['attempt']>>;
     },
     finish: async (verdict, end, context, left) => {
