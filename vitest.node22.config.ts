@@ -3,7 +3,8 @@ import { defineConfig } from 'vitest/config';
 
 const dist = fileURLToPath(new URL('./dist/', import.meta.url));
 
-// The SQLite store's own tests (conformance included), run by the oldest Node `engines`
+// The SQLite stores' own tests (the intent store's conformance included, and the server's
+// key store), run by the oldest Node `engines`
 // admits (npm run test:node22) over the built files: Node 22.13 cannot run the TypeScript
 // sources of the database thread (no type stripping, no `module.registerHooks`), and
 // users run dist/. The kill-and-resume on Node 22.13 is in test/runtimes/.
@@ -12,7 +13,7 @@ export default defineConfig({
     alias: [{ find: /^(?:\.\.\/)+(src|node)\/(.*)\.js$/, replacement: `${dist}$1/$2.js` }],
   },
   test: {
-    include: ['test/store-sqlite.test.ts'],
+    include: ['test/store-sqlite.test.ts', 'test/server-sqlite.test.ts'],
     environment: 'node',
     testTimeout: 30_000,
   },

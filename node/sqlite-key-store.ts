@@ -31,7 +31,7 @@ import type {
 import { InvalidArgumentError, OncelyError, StoreError } from '../src/errors.js';
 import type { Execution, KeyClaim, KeyStore, StoredAnswer } from '../src/server/store.js';
 import { wellFormed } from '../src/store/record-rules.js';
-import { type Db, databaseClass, isBusy } from './sqlite-driver.js';
+import { type Db, databaseClass, inTransaction, isBusy } from './sqlite-driver.js';
 import { migrateSqliteKeys, SQLITE_KEY_SCHEMA_VERSION, schemaVersion } from './sqlite-key-migrations.js';
 import { retryWhileBusy } from './sqlite-open.js';
 
@@ -242,7 +242,7 @@ export class SqliteKeyStore implements KeyStore<SqliteTransaction> {
             migrateSqliteKeys(writer);
             writer.exec('COMMIT');
           } catch (error) {
-            if (writer.isTransaction) writer.exec('ROLLBACK');
+            if (inTransaction(writer)) writer.exec('ROLLBACK');
             throw error;
           }
         }, this.#lockTimeout);
@@ -411,7 +411,7 @@ export class SqliteKeyStore implements KeyStore<SqliteTransaction> {
         };
         return { ...report, drift: report.effects - report.keys };
       } catch (error) {
-        if (reader.isTransaction) reader.exec('ROLLBACK');
+        if (inTransaction(reader)) reader.exec('ROLLBACK');
         if (isBusy(error)) throw error;
         throw new StoreError(`checkInvariant could not count: ${messageOf(error)}.`, { cause: error });
       }
@@ -467,7 +467,7 @@ export class SqliteKeyStore implements KeyStore<SqliteTransaction> {
       }
       try {
         const { commit, value } = await body(db);
-        if (!db.isTransaction)
+        if (!inTransaction(db))
           throw new StoreError('SqliteKeyStore: the transaction was ended by its work; nothing of the key was stored.');
         if (!commit) db.exec('ROLLBACK');
         else
@@ -476,7 +476,7 @@ export class SqliteKeyStore implements KeyStore<SqliteTransaction> {
           } catch (error) {
             // Still open (a deferred constraint, a lock): it is rolled back below, nothing
             // committed. Ended by SQLite itself (an I/O error, fsync): the WAL may hold it.
-            if (db.isTransaction) throw error;
+            if (inTransaction(db)) throw error;
             ended();
             throw new StoreError(
               `SqliteKeyStore: the COMMIT of the key and its effect failed (${messageOf(error)}); whether it committed is unknown. A retry with the key finds out: the replay, or a first run.`,
@@ -487,7 +487,7 @@ export class SqliteKeyStore implements KeyStore<SqliteTransaction> {
         return value;
       } catch (error) {
         try {
-          if (db.isTransaction) db.exec('ROLLBACK');
+          if (inTransaction(db)) db.exec('ROLLBACK');
         } finally {
           ended();
         }
