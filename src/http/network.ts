@@ -39,7 +39,8 @@ export function untilOnline(network: Network, ms: number, signal: AbortSignal | 
     };
     const onAbort = () => done({ reason: signal?.reason });
     const timer = setTimeout(() => done(false), ms);
-    const off = network.onOnline(() => done(true));
+    // The property decides, not the event: Chromium fires `online` in a page it unloads while still offline.
+    const off = network.onOnline(() => network.online && done(true));
     if (signal?.aborted) onAbort();
     else signal?.addEventListener('abort', onAbort, { once: true });
   });
