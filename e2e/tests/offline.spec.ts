@@ -55,7 +55,11 @@ test('an online event while navigator.onLine is still false sends nothing (issue
   await page.getByTestId('pay').click();
   await expect(page.getByTestId('paused')).toHaveText('yes');
   // What Chromium does in a page it unloads: `online` fires while the browser is still offline.
-  expect(await page.evaluate(() => (window.dispatchEvent(new Event('online')), navigator.onLine))).toBe(false);
+  const onLine = await page.evaluate(() => {
+    window.dispatchEvent(new Event('online'));
+    return navigator.onLine;
+  });
+  expect(onLine).toBe(false);
   await page.waitForTimeout(300);
   await expect(page.getByTestId('attempts')).toHaveText('0');
   await expect(page.getByTestId('paused')).toHaveText('yes');
