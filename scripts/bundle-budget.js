@@ -22,13 +22,13 @@ const KB = 1024;
 
 /**
  * The enforced budgets, in gzipped bytes: a guard against growth, set just above what the
- * bundles weigh today (checkout 32.4 KB / own 22.8 KB; everything 34.7 KB; 0.6 KB of it the
- * check of every store answer, issue 26). Issue 18 §4
+ * bundles weigh today (checkout 32.9 KB / own 23.3 KB; everything 35.1 KB; 0.6 KB of it the
+ * check of every store answer, issue 26; 0.5 KB issue 32: site data cleared, storage full, keepalive). Issue 18 §4
  * asks for TARGET, which they miss: oncely's own code is about 19.5 KB gzipped without
  * its messages, and ky (8.9 KB, one class that does not tree-shake) and p-retry (1.8 KB)
  * are kept by decision. The report prints both; docs/performance.md has the breakdown.
  */
-export const BUDGET = { checkout: { total: 32.5 * KB, own: 23 * KB }, everything: { total: 35 * KB } };
+export const BUDGET = { checkout: { total: 33 * KB, own: 23.5 * KB }, everything: { total: 35.5 * KB } };
 /** What issue 18 asks for. Reported, not enforced. */
 export const TARGET = { checkout: { total: 26 * KB, own: 13 * KB }, everything: { total: 30 * KB } };
 
