@@ -12,9 +12,10 @@
  * the WAL meanwhile were moved by a checkpoint, which SQLite syncs itself.
  */
 import { channel } from 'node:diagnostics_channel';
-import { closeSync, fdatasyncSync, fstatSync, openSync, writeSync } from 'node:fs';
+import { closeSync, fdatasyncSync, openSync } from 'node:fs';
 import { StoreError } from '../src/errors.js';
 import { type Db, isBusy } from './sqlite-driver.js';
+import { extendWalAhead } from './wal-zeros.js';
 
 /** What a write sees while it runs inside the transaction. */
 export interface WriteContext {
@@ -43,16 +44,6 @@ class CommitThenReject {
  * measures how long a commit holds the event loop). Costs nothing without subscribers.
  */
 export const commitChannel = channel('oncely:sqlite:commit');
-
-/**
- * Zeros written past the WAL's end, a chunk at a time, when SQLite has written past the
- * last chunk: a sync of a file that grew commits the file system's journal too (about
- * twice the time, measured), while frames written over blocks the WAL already has need
- * only their data flushed. SQLite reuses the WAL from its start once it is checkpointed,
- * and takes the zeros, as any bytes past its last valid frame, for no frame.
- */
-const WAL_CHUNK = 1 << 20;
-let zeros: Buffer | undefined;
 
 /** Writes in one commit at most: bounds how long one commit holds the database thread's loop. */
 const MAX_BATCH = 256;
@@ -91,8 +82,6 @@ export class CommitQueue {
   #syncing = false;
   /** The WAL, kept open: SQLite removes it only when its last connection closes, and ours is open. */
   #wal: number | undefined;
-  /** The WAL's size after the zeros this store last wrote past its end. */
-  #walEnd = 0;
 
   readonly #sql;
 
@@ -154,20 +143,14 @@ export class CommitQueue {
   }
 
   /**
-   * Inside a write transaction (no other connection can append frames): once SQLite has
-   * written past the zeros, a chunk more goes past the WAL's end, flushed by the next sync.
-   * Best effort: a failure here (a full disk) is SQLite's to meet and report.
+   * Inside a write transaction: zeros ahead of SQLite's frames (wal-zeros.ts). Best effort:
+   * a failure here (a full disk) is SQLite's to meet and report.
    */
   #extendWal(): void {
     if (!this.#options.fsync) return;
     try {
       const wal = this.#openWal();
-      if (wal === undefined) return;
-      const { size } = fstatSync(wal);
-      if (size <= this.#walEnd) return;
-      zeros ??= Buffer.alloc(WAL_CHUNK);
-      writeSync(wal, zeros, 0, WAL_CHUNK, size);
-      this.#walEnd = size + WAL_CHUNK;
+      if (wal !== undefined) extendWalAhead(wal);
     } catch {
       // Nothing was promised: the commit goes on without the zeros.
     }

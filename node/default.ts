@@ -3,6 +3,7 @@
  * `createClient` whose store defaults to a SQLite database in the state directory.
  */
 import { type Client, type ClientOptions, createClient as createCoreClient } from '../src/client.js';
+import { coordinatorFor } from '../src/coordinator/coordinator.js';
 import { storeView } from '../src/store/forward.js';
 import { SqliteStore } from './sqlite-store.js';
 
@@ -17,7 +18,7 @@ const shared = new Map<string, { store: SqliteStore; clients: number }>();
  * Each client gets a view of it that only counts `close` (every other call goes to the
  * store as made, every argument with it).
  */
-function defaultStore(): SqliteStore {
+function defaultStore(): { view: SqliteStore; store: SqliteStore } {
   const file = new SqliteStore().file;
   let entry = shared.get(file);
   if (!entry) {
@@ -28,13 +29,14 @@ function defaultStore(): SqliteStore {
   held.clients++;
   const { store } = held;
   let closed = false;
-  return storeView(store, async () => {
+  const view = storeView(store, async () => {
     if (closed) return;
     closed = true;
     if (--held.clients > 0) return;
     shared.delete(file);
     await store.close();
   });
+  return { view, store };
 }
 
 /**
@@ -42,5 +44,8 @@ function defaultStore(): SqliteStore {
  * (`$ONCELY_STATE_DIR`, else the OS one, e.g. `~/.local/state/oncely`) unless `store` is given.
  */
 export function createClient(options: ClientOptions): Client {
-  return createCoreClient({ ...options, store: options.store ?? defaultStore() });
+  if (options.store) return createCoreClient(options);
+  // Clients sharing the process's store share its coordination too (one chain per intent).
+  const { view, store } = defaultStore();
+  return createCoreClient({ ...options, store: view, coordinator: options.coordinator ?? coordinatorFor(store) });
 }

@@ -8,7 +8,6 @@
  * Runs once per directory, inside the store's opening transaction (other processes wait
  * for it); `scopes/` is then renamed `filestore-imported/`, kept as it was.
  */
-import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, renameSync } from 'node:fs';
 import path from 'node:path';
 import { isQuarantineMarker, readSlot } from '../src/store/corrupt-records.js';
@@ -17,9 +16,14 @@ import type { IntentRecord } from '../src/store/store.js';
 import type { Db } from './sqlite-driver.js';
 import { type IntentRows, rowValue } from './sqlite-rows.js';
 
-/** Hex SHA-256 of `[scope, name]`: how FileStore named an intent's file, and its line id. */
+/**
+ * Hex SHA-256 of `[scope, name]`: how FileStore named an intent's file, and its line id.
+ * `node:crypto` is loaded on first use: its load was 15–20 ms of every database thread's
+ * start, and only a directory to import or a blocked legacy slot needs it.
+ */
 export const legacyId = (scope: string, name: string): string =>
-  createHash('sha256')
+  (process.getBuiltinModule('node:crypto') as typeof import('node:crypto'))
+    .createHash('sha256')
     .update(JSON.stringify([scope, name]))
     .digest('hex');
 

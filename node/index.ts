@@ -4,6 +4,16 @@
  */
 export * from './default.js';
 export { type ListeningContractServer, type ListenOptions, listenContractServer } from './mock-server.js';
+export { SQLITE_KEY_SCHEMA_VERSION, type SqliteKeyMigration, sqliteKeyMigrations } from './sqlite-key-migrations.js';
+export {
+  openSqliteKeyStore,
+  type SqliteInvariantOptions,
+  type SqliteInvariantReport,
+  SqliteKeyStore,
+  type SqliteKeyStoreOptions,
+  type SqliteTransaction,
+  type SqlParameters,
+} from './sqlite-key-store.js';
 export {
   openSqliteStore,
   type QuarantinedRecord,

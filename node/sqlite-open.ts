@@ -61,9 +61,15 @@ export async function openDatabase(options: {
   try {
     db.exec('PRAGMA busy_timeout = 0');
     // Looks before it writes anything: a foreign file must be left as it is.
-    await retryWhileBusy(() => transaction(db, 'BEGIN', () => checkAndMigrate(db, file, false)), lockTimeout);
+    const current = await retryWhileBusy(
+      () => transaction(db, 'BEGIN', () => checkAndMigrate(db, file, false)),
+      lockTimeout,
+    );
     await retryWhileBusy(() => db.exec('PRAGMA journal_mode = WAL'), lockTimeout);
-    await retryWhileBusy(() => transaction(db, 'BEGIN IMMEDIATE', () => checkAndMigrate(db, file)), lockTimeout);
+    // A file of this schema needs no write lock at open (a process's first write would wait for it).
+    if (!current) {
+      await retryWhileBusy(() => transaction(db, 'BEGIN IMMEDIATE', () => checkAndMigrate(db, file)), lockTimeout);
+    }
     const rows = new IntentRows(db, file);
     let imported: ImportReport | undefined;
     if (hasFileStore(dir)) {

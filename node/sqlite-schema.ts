@@ -65,9 +65,9 @@ const pragma = (db: Db, name: string): number => Number(Object.values(db.prepare
 /**
  * Checks what the file is and, with `migrate`, brings its schema up to date (inside
  * `BEGIN IMMEDIATE`: migrations of two processes must not interleave). Throws
- * `StoreFileError`.
+ * `StoreFileError`. True when the schema is (now) up to date.
  */
-export function checkAndMigrate(db: Db, file: string, migrate = true): void {
+export function checkAndMigrate(db: Db, file: string, migrate = true): boolean {
   let applicationId: number;
   let version: number;
   let objects: number;
@@ -95,11 +95,12 @@ export function checkAndMigrate(db: Db, file: string, migrate = true): void {
       `its schema version ${version} is newer than this oncely's ${SCHEMA_VERSION}`,
     );
   }
-  if (!migrate) return;
+  if (!migrate) return version === SCHEMA_VERSION;
   for (let v = version; v < SCHEMA_VERSION; v++) db.exec(MIGRATIONS[v]!);
   if (version < SCHEMA_VERSION) {
     db.exec(`PRAGMA application_id = ${APPLICATION_ID}; PRAGMA user_version = ${SCHEMA_VERSION}`);
   }
+  return true;
 }
 
 /** The `StoreFileError` an error of SQLite means, if it says the file is bad. */

@@ -18,7 +18,7 @@ import type {
 } from '../src/store/store.js';
 import { type RunningCheck, startIntegrityCheck } from './integrity-check.js';
 import { type QuarantinedRecord, rowValue } from './sqlite-rows.js';
-import { SqliteThread, stallTimeout, testHooks } from './sqlite-thread.js';
+import { prestart, SqliteThread, stallTimeout, testHooks } from './sqlite-thread.js';
 import type { Calls, Op, SeenRow, WorkerConfig } from './sqlite-wire.js';
 import { defaultStateDir } from './state-dir.js';
 
@@ -85,8 +85,10 @@ const SEEN_MAX = 1024;
  * (`CorruptRecordError`) until the app reconciles and deletes it. A database file that is
  * not oncely's is reported (`StoreFileError`) and left alone.
  *
- * Construction touches nothing; the file is opened on first use ({@link openSqliteStore}
- * opens it up front). One machine only: not for network file systems.
+ * Construction touches no file; the file is opened on first use ({@link openSqliteStore}
+ * opens it up front). It starts a database thread ahead, unless one is waiting already,
+ * so that the first call does not wait for the thread to load. One machine only: not
+ * for network file systems.
  *
  * @example
  * const store = await openSqliteStore(); // ~/.local/state/oncely/intents.db on Linux
@@ -125,6 +127,7 @@ export class SqliteStore implements Store, ObservableStore {
     };
     this.#hooks = internal[testHooks];
     this.#thread = new SqliteThread(config, (event) => this.#listeners.emit(event), internal[stallTimeout]);
+    prestart();
   }
 
   /** Opens the database (idempotent): checks, migrates, imports a FileStore directory. */

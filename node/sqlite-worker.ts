@@ -25,7 +25,10 @@ import { WalCheckpointer } from './wal-checkpointer.js';
 /** Commits after which a durable store checkpoints from a thread of its own. */
 const CHECKPOINTER_AFTER = 100;
 
-/** The store this thread serves now: a thread is kept for the next store once one closes. */
+/**
+ * The store this thread serves now: a thread is kept for the next store once one closes.
+ * None yet in a thread started ahead of its store (`prestart()`): it waits for `open`.
+ */
 let config = workerData as WorkerConfig;
 let hooks: Int32Array | undefined;
 const port = parentPort!;
@@ -104,7 +107,8 @@ async function openStore() {
   return { db, rows, queue, legacy, close };
 }
 type Opened = Awaited<ReturnType<typeof openStore>>;
-let opening = openStore();
+// A thread started ahead gets `open` before any call: nothing waits on this promise.
+let opening: Promise<Opened> = config ? openStore() : new Promise<Opened>(() => {});
 
 const write = <T>(o: Opened, strict: boolean, run: (context: WriteContext) => T) => o.queue.submit(strict, run);
 const read = <T>(fn: () => T) => retryWhileBusy(fn, config.lockTimeout);

@@ -35,6 +35,8 @@ export const isPool = (db: Queryable): db is PoolLike =>
 
 /** SQLSTATE of a missing table: the schema was never migrated. */
 const UNDEFINED_TABLE = '42P01';
+/** A named statement missing on, or already prepared on, the server connection: a pooler in transaction mode. */
+const PREPARED_ELSEWHERE = ['26000', '42P05'];
 
 /** Any failure of the database as a `StoreError` (with `cause`); oncely's own errors pass through. */
 export function toStoreError(error: unknown, what: string, context: { scope?: string; intent?: string }): OncelyError {
@@ -43,7 +45,11 @@ export function toStoreError(error: unknown, what: string, context: { scope?: st
   const message =
     code === UNDEFINED_TABLE
       ? `PostgresStore: the oncely tables do not exist in this database; run \`await store.migrate()\` (or apply the shipped migrations) first.`
-      : `PostgresStore could not ${what}: ${(error as Error | undefined)?.message ?? String(error)}.`;
+      : `PostgresStore could not ${what}: ${(error as Error | undefined)?.message ?? String(error)}.${
+          PREPARED_ELSEWHERE.includes(code as string)
+            ? ' Behind a pooler in transaction mode (PgBouncer), make the store with `preparedStatements: false`.'
+            : ''
+        }`;
   return new StoreError(message, { ...context, cause: error });
 }
 

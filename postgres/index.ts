@@ -4,6 +4,14 @@
  * Needs the `pg` driver (an optional peer dependency); nothing here imports it.
  */
 export type { PoolLike, Queryable, QueryConfig, QueryResultLike } from './database.js';
+export { checkKeyInvariant, type InvariantOptions, type InvariantReport } from './key-invariant.js';
+export { KEY_SCHEMA_VERSION, keyMigrations } from './key-migrations.js';
+export {
+  type KeyStorePool,
+  type PooledConnection,
+  PostgresKeyStore,
+  type PostgresKeyStoreOptions,
+} from './key-store.js';
 export type { MigrateResult } from './migrate.js';
 export { type Migration, migrations, SCHEMA_VERSION } from './migrations.js';
 export {

@@ -20,7 +20,15 @@ import {
   toStoreError,
   withTimeout,
 } from './database.js';
-import { GroupWrites } from './group-writes.js';
+import {
+  afterHeld,
+  GroupWrites,
+  HELD_LOCK_WAIT_MS,
+  heldPause,
+  heldTooLong,
+  LOCK_NOT_AVAILABLE,
+  LOCK_WAIT,
+} from './group-writes.js';
 import { type MigrateResult, migrate } from './migrate.js';
 import { fromRow, RECORD_COLUMNS, recordRow, recordValues, type StoredRecord } from './rows.js';
 
@@ -52,6 +60,16 @@ export interface PostgresStoreOptions {
    * @default 5_000
    */
   sweepBatch?: number;
+  /**
+   * Names the store's statements, so that `pg` parses each once per connection and then
+   * only binds it. Set `false` behind a pooler in transaction mode (PgBouncer's
+   * `pool_mode = transaction` without `max_prepared_statements`, and most managed poolers),
+   * where a connection's prepared statements are not the client's: every statement is then
+   * unnamed, parsed and planned each time (about 0.1 ms more of PostgreSQL CPU per statement).
+   * See docs/postgres.md, "Poolers".
+   * @default true
+   */
+  preparedStatements?: boolean;
 }
 
 const SWEEP_BATCH = 1_000;
@@ -66,14 +84,23 @@ const VALUES = '$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12';
 const SET =
   'key = $3, state = $4, fingerprint = $5, attempts = $6, created_at = $7, updated_at = $8, ttl = $9, status = $10, lease_owner = $11, lease_until = $12';
 
-const insertSql = (relaxed: boolean) =>
-  `INSERT INTO oncely_intents (${RECORD_COLUMNS.replace(', version', '')}) VALUES (${VALUES})
+/** $1…$12 typed as their columns, for an `INSERT … SELECT` (whose WHERE bounds its lock wait). */
+const TYPED_VALUES =
+  '$1::text, $2::text, $3::text, $4::text, $5::text, $6::integer, $7::bigint, $8::bigint, $9::bigint, $10::integer, $11::text, $12::bigint';
+
+// Through the pool, a claim waits at most LOCK_WAIT_MS for a row another transaction holds
+// (the app's uncommitted claim of the same intent), then tries again outside its write slot.
+// In the app's own transaction it sets nothing: that transaction's settings are the app's.
+const insertSql = (relaxed: boolean, inAppTransaction = false) =>
+  `INSERT INTO oncely_intents (${RECORD_COLUMNS.replace(', version', '')}) ${
+    inAppTransaction ? `VALUES (${VALUES})` : `SELECT ${TYPED_VALUES} WHERE ${LOCK_WAIT}`
+  }
    ON CONFLICT (scope, name) DO NOTHING RETURNING version${relaxed ? `, ${RELAXED}` : ''}`;
 // The version alone does not name a row: one rolled back, or deleted and formed again,
 // starts again at 1. The key and creation time of the row the updater saw say which one it was.
 const casSql = (relaxed: boolean) =>
   `UPDATE oncely_intents SET ${SET}, version = version + 1
-   WHERE scope = $1 AND name = $2 AND version = $13 AND key = $14 AND created_at = $15
+   WHERE scope = $1 AND name = $2 AND version = $13 AND key = $14 AND created_at = $15 AND ${LOCK_WAIT}
    RETURNING version${relaxed ? `, ${RELAXED}` : ''}`;
 
 /**
@@ -106,6 +133,7 @@ export class PostgresStore implements Store {
   readonly #versions = new Map<string, StoredRecord>();
   readonly #writes: GroupWrites;
   readonly #sweepBatch: number;
+  readonly #prepared: boolean;
 
   constructor(options: PostgresStoreOptions) {
     if (typeof options?.pool?.query !== 'function')
@@ -119,7 +147,14 @@ export class PostgresStore implements Store {
     this.#sweepBatch = options.sweepBatch ?? 5_000;
     if (!(Number.isSafeInteger(this.#sweepBatch) && this.#sweepBatch >= 1))
       throw new InvalidArgumentError('PostgresStore: `sweepBatch` must be a positive integer.');
-    this.#writes = new GroupWrites((config, what, context) => this.query(config, what, context), concurrency);
+    this.#prepared = options.preparedStatements ?? true;
+    if (typeof this.#prepared !== 'boolean')
+      throw new InvalidArgumentError('PostgresStore: `preparedStatements` must be a boolean.');
+    this.#writes = new GroupWrites(
+      (config, what, context) => this.query(config, what, context),
+      concurrency,
+      this.#timeout,
+    );
   }
 
   /** Creates or upgrades the tables (idempotent; concurrent calls across the fleet serialise). */
@@ -129,15 +164,20 @@ export class PostgresStore implements Store {
     });
   }
 
-  /** One statement, time-bounded, failures as `StoreError`. For the worker queue too. */
+  /**
+   * One statement, time-bounded, failures as `StoreError`. For the worker queue too. Its
+   * `name` is dropped when the store was made with `preparedStatements: false`.
+   */
   async query(
     config: QueryConfig,
     what: string,
     context: { scope?: string; intent?: string },
     db: Queryable = this.#db,
   ): Promise<QueryResultLike> {
+    const statement =
+      this.#prepared || config.name === undefined ? config : { text: config.text, values: config.values };
     try {
-      return await withTimeout(db.query(config), this.#timeout, what);
+      return await withTimeout(db.query(statement), this.#timeout, what);
     } catch (error) {
       throw toStoreError(error, what, context);
     }
@@ -156,7 +196,10 @@ export class PostgresStore implements Store {
     const db = (tx as Queryable | undefined) ?? this.#db;
     // Never relaxed (`durability` is not read): an acknowledged claim survives a crash of
     // the server, because the app may act on its key. In the app's transaction, its COMMIT.
-    const single = { name: 'oncely_claim', text: insertSql(false), values: recordValues(record) };
+    const single =
+      tx === undefined
+        ? { name: 'oncely_claim', text: insertSql(false), values: recordValues(record) }
+        : { name: 'oncely_claim_in_transaction', text: insertSql(false, true), values: recordValues(record) };
     for (let round = 0; round < 100; round++) {
       // In the app's transaction, on its connection; otherwise it may go with concurrent writes.
       const version = await (tx === undefined
@@ -270,22 +313,22 @@ export class PostgresStore implements Store {
     checkStorable(scope, name);
     this.#versions.delete(intentId(scope, name));
     const keep = options.keepPending;
-    await this.query(
+    await this.#bounded(
       keep !== undefined
         ? {
             name: 'oncely_delete_settled',
-            text: `DELETE FROM oncely_intents WHERE scope = $1 AND name = $2 AND ($3::text IS NULL OR key = $3) AND ${SETTLED}`,
+            text: `DELETE FROM oncely_intents WHERE scope = $1 AND name = $2 AND ($3::text IS NULL OR key = $3) AND ${SETTLED} AND ${LOCK_WAIT}`,
             values: [scope, name, key ?? null, keep],
           }
         : key === undefined
           ? {
               name: 'oncely_delete',
-              text: 'DELETE FROM oncely_intents WHERE scope = $1 AND name = $2',
+              text: `DELETE FROM oncely_intents WHERE scope = $1 AND name = $2 AND ${LOCK_WAIT}`,
               values: [scope, name],
             }
           : {
               name: 'oncely_delete_key',
-              text: 'DELETE FROM oncely_intents WHERE scope = $1 AND name = $2 AND key = $3',
+              text: `DELETE FROM oncely_intents WHERE scope = $1 AND name = $2 AND key = $3 AND ${LOCK_WAIT}`,
               values: [scope, name, key],
             },
       'delete an intent',
@@ -318,9 +361,9 @@ export class PostgresStore implements Store {
     const keep = options.keepPending;
     for (const [id, stored] of this.#versions) if (stored.record.scope === scope) this.#versions.delete(id);
     for (;;) {
-      const result = await this.query(
+      const result = await this.#bounded(
         {
-          text: `WITH batch AS MATERIALIZED (SELECT name FROM oncely_intents WHERE scope = $1${keep === undefined ? '' : ` AND ${SETTLED.replaceAll('$4', '$2')}`} LIMIT ${SWEEP_BATCH} FOR UPDATE)
+          text: `WITH batch AS MATERIALIZED (SELECT name FROM oncely_intents WHERE scope = $1 AND ${LOCK_WAIT}${keep === undefined ? '' : ` AND ${SETTLED.replaceAll('$4', '$2')}`} LIMIT ${SWEEP_BATCH} FOR UPDATE)
                  DELETE FROM oncely_intents t USING batch WHERE t.scope = $1 AND t.name = batch.name`,
           values: keep === undefined ? [scope] : [scope, keep],
         },
@@ -369,6 +412,31 @@ export class PostgresStore implements Store {
   /** The store does not own the pool: ending it is the app's call. */
   async close(): Promise<void> {
     this.#versions.clear();
+  }
+
+  /**
+   * A statement that may wait for a row lock another transaction holds: the first try waits
+   * at most LOCK_WAIT_MS (its own `lock_timeout`), the next ones HELD_LOCK_WAIT_MS, and
+   * between tries it holds no connection, until the store's `timeout`; then a `StoreError`
+   * (cause 55P03), nothing changed.
+   */
+  async #bounded(
+    config: QueryConfig,
+    what: string,
+    context: { scope?: string; intent?: string },
+  ): Promise<QueryResultLike> {
+    const started = performance.now();
+    for (let held = 1; ; held++) {
+      try {
+        return await this.query(held === 1 ? config : afterHeld(config), what, context);
+      } catch (error) {
+        if ((error as { cause?: { code?: unknown } }).cause?.code !== LOCK_NOT_AVAILABLE) throw error;
+        const pause = heldPause(held);
+        const elapsed = performance.now() - started;
+        if (elapsed + pause + HELD_LOCK_WAIT_MS > this.#timeout) throw heldTooLong(error, what, context, elapsed);
+        await new Promise((resolve) => setTimeout(resolve, pause));
+      }
+    }
   }
 
   async #read(scope: string, name: string, db: Queryable = this.#db): Promise<StoredRecord | undefined> {

@@ -22,13 +22,14 @@ const KB = 1024;
 
 /**
  * The enforced budgets, in gzipped bytes: a guard against growth, set just above what the
- * bundles weigh today (checkout 32.9 KB / own 23.3 KB; everything 35.1 KB; 0.6 KB of it the
- * check of every store answer, issue 26; 0.5 KB issue 32: site data cleared, storage full, keepalive). Issue 18 §4
+ * bundles weigh today (checkout 33.1 KB / own 23.6 KB; everything 35.4 KB; about 0.8 KB of it
+ * issue 26: the check of every store answer, the sent rule, the guarded network option; 0.5 KB
+ * issue 32: site data cleared, storage full, keepalive by bytes). Issue 18 §4
  * asks for TARGET, which they miss: oncely's own code is about 19.5 KB gzipped without
  * its messages, and ky (8.9 KB, one class that does not tree-shake) and p-retry (1.8 KB)
  * are kept by decision. The report prints both; docs/performance.md has the breakdown.
  */
-export const BUDGET = { checkout: { total: 33 * KB, own: 23.5 * KB }, everything: { total: 35.5 * KB } };
+export const BUDGET = { checkout: { total: 33.5 * KB, own: 24 * KB }, everything: { total: 36 * KB } };
 /** What issue 18 asks for. Reported, not enforced. */
 export const TARGET = { checkout: { total: 26 * KB, own: 13 * KB }, everything: { total: 30 * KB } };
 
@@ -68,6 +69,11 @@ const CHECKOUT_MUST_NOT_HOLD = [
   },
   { what: 'the mock (oncely/mock)', prefix: 'dist/src/mock/', markers: ['idempotency-key-missing'] },
   { what: 'OTel (oncely/otel)', prefix: 'dist/src/otel/', markers: ['oncely.intent'] },
+  {
+    what: 'the server half (oncely/server)',
+    prefix: 'dist/src/server/',
+    markers: ['An idempotent handler must answer'],
+  },
   // 0.1.0 was never published: no legacy fingerprint, no FileStore import (that one stays in node/).
   { what: 'the 0.1.0 compatibility code', source: /legacy|0\.1\.0/i },
   { what: 'the CLI (oncely check)', prefix: 'dist/src/cli/' },
@@ -76,7 +82,7 @@ const CHECKOUT_MUST_NOT_HOLD = [
 ];
 /** What imports each of them: the controls that prove the rules can see them. */
 const CONTROL =
-  "export { run, intentFetch, derivedKeys } from 'oncely';\nexport { stripe, ietfBare, profileVariant, profiles } from 'oncely/profiles';\nexport * from 'oncely/mock';\nexport * from 'oncely/otel';\nexport * from 'oncely/check';\nexport { createClient as nodeClient } from 'oncely/node';\nexport * from 'oncely/postgres';\n";
+  "export { run, intentFetch, derivedKeys } from 'oncely';\nexport { stripe, ietfBare, profileVariant, profiles } from 'oncely/profiles';\nexport * from 'oncely/mock';\nexport * from 'oncely/otel';\nexport * from 'oncely/check';\nexport { createClient as nodeClient } from 'oncely/node';\nexport * from 'oncely/postgres';\nexport * from 'oncely/server';\nexport * from 'oncely/server/express';\nexport { idempotent as fastifyIdempotent } from 'oncely/server/fastify';\n";
 
 /** What a bundle of `import { createClient } from 'oncely'` must not contain. */
 const MUST_SHAKE = [

@@ -204,7 +204,11 @@ async function checkBare(tarball) {
     `import { execFile } from 'node:child_process';
 import { createContractServer } from 'oncely/mock';
 import { listenContractServer } from 'oncely/node';
-const http = await listenContractServer(createContractServer({ keyFormat: 'bare' }));
+const contract = createContractServer({ keyFormat: 'bare' });
+// The effect takes 150 ms, as a real one does: the check's race burst overlaps at the server
+// (an instant effect leaves the race unmeasured: INCONCLUSIVE, exit 3).
+contract.inject({ fault: 'delay', ms: 150, times: Number.POSITIVE_INFINITY });
+const http = await listenContractServer(contract);
 const child = execFile('npx', ['--no-install', 'oncely', 'check', http.url + '/payments', '--json', '{"amount":1000}'], { encoding: 'utf8' });
 let out = '';
 child.stdout.on('data', (chunk) => (out += chunk));

@@ -61,7 +61,11 @@ export interface ClientOptions {
   keys?: KeyKind;
   /** Headers sent with every request (e.g. Authorization). A function is called per call. */
   headers?: HeadersInit | (() => HeadersInit);
-  /** The fetch to use. @default globalThis.fetch */
+  /**
+   * The fetch to use. A fetch of yours is code oncely does not own: once it has the
+   * request, nothing it throws proves that nothing left (`sent: true`, the outcome unknown).
+   * @default globalThis.fetch
+   */
   fetch?: typeof globalThis.fetch;
   /**
    * Extra ky options (hooks for logging, credentials…). oncely owns `retry`, `timeout`,
@@ -262,6 +266,7 @@ export function createClient(options: ClientOptions, noStore = 'createClient nee
     ky: ky.create({ ...options.ky, ...(staticHeaders ? { headers: staticHeaders } : {}) }),
     headers: typeof headers === 'function' ? headers : undefined,
     fetch: options.fetch ?? ((input, init) => globalThis.fetch(input, init)),
+    ownFetch: options.fetch === undefined,
     baseUrl: normalizeBase(options.baseUrl),
     now,
     monotonic: options.monotonic ?? (() => performance.now()),

@@ -60,8 +60,10 @@ const MESSAGES: { [code in OncelyErrorCode]?: Template } = {
     `Intent "${i}" was already sent with a different request, so it cannot send this one under the same key. ${NOTHING} Call intent.reset() or use a new intent name for the changed request.${d}`,
   INTENT_GONE: (i, _, d) =>
     `The stored record of intent "${i}" is gone or holds another key (${d || 'reset, cleared or swept by another client'}). ${NOTHING} Call client.intent(name) to form the intent anew.`,
-  NOT_SENT: (i, n) =>
-    `Nothing of intent "${i}" reached a server in ${n} attempt(s) (offline, connection refused, DNS failure, or a hook failed before sending). The intent is as it was; it is safe to send it again.`,
+  NOT_SENT: (i, n, d) =>
+    d
+      ? `The deadline of intent "${i}" (${d} ms) ran out while its body was fingerprinted. ${NOTHING}`
+      : `Nothing of intent "${i}" reached a server in ${n} attempt(s) (offline, connection refused, DNS failure, or a hook failed before sending). The intent is as it was; it is safe to send it again.`,
   KEY_REUSED: (i, _, d) =>
     `The server rejected the idempotency key of intent "${i}" (HTTP ${d}): it was already used with a different request. Use a new intent for a different request.`,
   INTENT_EXPIRED: (i, _, d) =>
@@ -363,12 +365,18 @@ export class RedirectError extends OncelyError {
   }
 }
 
-/** Every attempt of the call provably failed before reaching a server. The intent is as it was. */
+/**
+ * Nothing of the call left: every attempt provably failed before reaching a server
+ * (`reason: 'unreached'`), or the call's deadline ran out while its request was prepared,
+ * the body serialised and fingerprinted, before any attempt (`'deadline'`). The intent is as it was.
+ */
 export class NotSentError extends OncelyError {
   static override readonly errorName: string = 'NotSentError';
   declare readonly code: 'NOT_SENT';
-  constructor(context: ErrorContext) {
-    super('NOT_SENT', '', context);
+  declare readonly reason: 'unreached' | 'deadline';
+  constructor(context: ErrorContext & { reason?: 'unreached' | 'deadline'; deadline?: number }) {
+    const reason = context.reason ?? 'unreached';
+    super('NOT_SENT', '', context, reason === 'deadline' ? `${context.deadline}` : '', { reason });
   }
 }
 

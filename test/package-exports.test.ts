@@ -49,6 +49,13 @@ describe('exports', () => {
     expect(resolveTarget(pkg.exports['./mock/msw']!, ['import'])).toBe('./dist/src/mock/msw.js');
   });
 
+  test('the server half and its Express and Fastify adapters have their own entries', () => {
+    expect(resolveTarget(pkg.exports['./server']!, ['import'])).toBe('./dist/src/server/index.js');
+    expect(resolveTarget(pkg.exports['./server']!, ['types', 'import'])).toBe('./dist/src/server/index.d.ts');
+    expect(resolveTarget(pkg.exports['./server/express']!, ['import'])).toBe('./dist/src/server/express.js');
+    expect(resolveTarget(pkg.exports['./server/fastify']!, ['import'])).toBe('./dist/src/server/fastify.js');
+  });
+
   test('every entry lists types first', () => {
     for (const [subpath, target] of Object.entries(pkg.exports)) {
       if (typeof target !== 'string') expect(Object.keys(target)[0], subpath).toBe('types');
@@ -68,5 +75,15 @@ describe('oncely/mock imports no peer', () => {
       sources.filter((file) => pattern.test(readFileSync(new URL(file, dir), 'utf8')));
     expect(importers(/from 'msw(\/[^']*)?'/)).toEqual(['msw.ts']);
     expect(importers(/from '\.\/msw\.js'/)).toEqual([]);
+  });
+});
+
+describe('oncely/server imports no database driver and no framework', () => {
+  test('no module under src/server imports pg, express or fastify', () => {
+    const dir = new URL('../src/server/', import.meta.url);
+    const sources = readdirSync(dir).filter((file) => file.endsWith('.ts'));
+    expect(sources.length).toBeGreaterThan(0);
+    for (const file of sources)
+      expect(readFileSync(new URL(file, dir), 'utf8'), file).not.toMatch(/from '(pg|express|fastify)(\/[^']*)?'/);
   });
 });

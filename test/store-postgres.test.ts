@@ -214,8 +214,10 @@ describe('PostgresStore: errors', () => {
     const client = await pool.connect();
     try {
       await client.query('BEGIN');
-      await new PostgresStore({ pool }).claim(intentRecord('u1', 'held'), { transaction: client });
-      // The row lock of the open transaction holds this claim back past the timeout.
+      // A table lock (DDL, maintenance) holds this claim back past the timeout. (A row lock
+      // would not: a store statement waits at most 200 ms for one, then tries again; see
+      // store-postgres-held-rows.test.ts.)
+      await client.query('LOCK TABLE oncely_intents IN ACCESS EXCLUSIVE MODE');
       const error = await new PostgresStore({ pool, timeout: 300 })
         .claim(intentRecord('u1', 'held', { key: 'other' }))
         .catch((e: unknown) => e);
@@ -552,6 +554,32 @@ describe('PostgresStore: group writes', () => {
     await Promise.all(['a', 'b', 'c'].map((n) => store.claim(intentRecord('g', n))));
     await Promise.all(['a', 'b', 'c'].map((n) => store.update('g', n, attemptsPlusOne, { durability: 'relaxed' })));
     expect((await pool.query('SHOW synchronous_commit')).rows[0].synchronous_commit).toBe('on');
+  });
+
+  it('preparedStatements: false sends every statement unnamed (a pooler in transaction mode); anything but a boolean is refused', async () => {
+    await db.reset();
+    const names: (string | undefined)[] = [];
+    const pool = db.pool({ max: 2 });
+    const store = new PostgresStore({
+      pool: {
+        query: (config) => {
+          names.push(config.name);
+          return pool.query(config);
+        },
+      },
+      preparedStatements: false,
+      writeConcurrency: 1,
+    });
+    await Promise.all(['a', 'b', 'c'].map((n) => store.claim(intentRecord('u', n))));
+    await Promise.all(['a', 'b', 'c'].map((n) => store.update('u', n, attemptsPlusOne)));
+    await store.get('u', 'a');
+    await store.delete('u', 'a');
+    await store.sweep('u', Date.now());
+    expect(names.length).toBeGreaterThan(5);
+    expect(names.filter((n) => n !== undefined)).toEqual([]);
+    expect(() => new PostgresStore({ pool: db.admin, preparedStatements: 'no' as never })).toThrow(
+      InvalidArgumentError,
+    );
   });
 
   it('refuses a writeConcurrency that is not a positive integer', () => {

@@ -117,3 +117,31 @@ describe('issue 26, 1: reset() and clear() racing a send on the default client',
       expect(new Set(s.requests.map((r) => r.headers['idempotency-key'])).size).toBe(1);
     });
 });
+
+describe('default clients of one process share the coordination of their shared store', () => {
+  it('a second client sending the same intent waits its turn in the process, not on the lease', async () => {
+    const { dir, remove } = await tempStoreDir();
+    cleanups.push(remove);
+    process.env.ONCELY_STATE_DIR = dir;
+    const server = await wireServer(async () => {
+      await new Promise((r) => setTimeout(r, 300));
+      return { status: 201, body: { id: 'pay_1' } };
+    });
+    cleanups.push(() => server.close());
+    const events: string[] = [];
+    const a = createClient({ baseUrl: server.url, scope: 'u1' });
+    const b = createClient({ baseUrl: server.url, scope: 'u1', onEvent: (e) => events.push(e.type) });
+    cleanups.push(async () => {
+      await a.close();
+      await b.close();
+    });
+    const [ia, ib] = await Promise.all([a.intent('checkout:c'), b.intent('checkout:c')]);
+    const [ra, rb] = await Promise.all([ia.post('pay', { json: { n: 1 } }), ib.post('pay', { json: { n: 1 } })]);
+    expect(ra.status).toBe(201);
+    expect(rb.key).toBe(ra.key);
+    // b's turn came after a's, in the process: no wait on a's lease (a resend of the settled
+    // intent, under the same key, asks the server for its replay).
+    expect(new Set(server.requests.map((r) => r.headers['idempotency-key'])).size).toBe(1);
+    expect(events).not.toContain('lease_wait');
+  });
+});

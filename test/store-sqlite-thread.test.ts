@@ -5,6 +5,7 @@
  * stops, the main thread must not. Bounds here only guard against hangs; nothing is timed.
  */
 import { execFile } from 'node:child_process';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -191,6 +192,34 @@ describe('SqliteStore: a database thread that dies', () => {
 });
 
 describe('SqliteStore: the database thread keeps no process alive', () => {
+  it('a store constructed and never used starts one thread ahead, touches no file, and its process exits by itself', {
+    timeout: 60_000,
+  }, async () => {
+    const { dir, remove } = await tempStoreDir();
+    cleanups.push(remove);
+    const resolveHook = new URL('../scripts/ts-resolve.ts', import.meta.url).href;
+    const storeModule = new URL('../node/sqlite-store.ts', import.meta.url).href;
+    const storeDir = path.join(dir, 'never-used');
+    const script = `
+      await import(${JSON.stringify(resolveHook)});
+      const { subscribe } = await import('node:diagnostics_channel');
+      const { existsSync } = await import('node:fs');
+      let threads = 0;
+      subscribe('worker_threads', () => threads++);
+      const { SqliteStore } = await import(${JSON.stringify(storeModule)});
+      new SqliteStore({ dir: ${JSON.stringify(storeDir)} });
+      new SqliteStore({ dir: ${JSON.stringify(storeDir)} });
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      console.log(JSON.stringify({ threads, created: existsSync(${JSON.stringify(storeDir)}) }));
+    `;
+    const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], {
+      timeout: 50_000,
+      cwd: fileURLToPath(new URL('..', import.meta.url)),
+    });
+    // One thread ahead, not one per store (the first store to make a call takes it), loading while the app goes on.
+    expect(JSON.parse(stdout)).toEqual({ threads: 1, created: false });
+  });
+
   it('a script that uses the store and never closes it exits by itself', { timeout: 60_000 }, async () => {
     const { dir, remove } = await tempStoreDir();
     cleanups.push(remove);

@@ -191,6 +191,12 @@ describe('SqliteStore file', () => {
     expect(await store.integrityCheck()).toEqual(['ok']);
   });
 
+  it("a new WAL gets no zeros from its first commits: a short-lived process's claims flush only their frames", async () => {
+    const { file, store } = await setup();
+    for (let i = 0; i < 3; i++) await store.claim(intentRecord('u1', `short:${i}`));
+    expect((await stat(`${file}-wal`)).size).toBeLessThan(128 << 10);
+  });
+
   it('a claim resolves only once the WAL is synced, even when asked for relaxed durability', async () => {
     const { store } = await setup();
     await store.claim(intentRecord('u1', 'warm'));
@@ -234,6 +240,24 @@ describe('SqliteStore under another process lock', () => {
     clearInterval(ticker);
     expect((await claim).created).toBe(true);
     expect((await update)?.attempts).toBe(1);
+  });
+
+  it('opens a file of its schema while another connection holds the write lock: opening takes no write lock', async () => {
+    const { dir, remove } = await tempStoreDir();
+    cleanups.push(remove);
+    const first = await openSqliteStore({ dir });
+    await first.claim(intentRecord('u1', 'a'));
+    await first.close();
+    const other = new DatabaseSync(path.join(dir, 'intents.db'));
+    other.exec('BEGIN IMMEDIATE');
+    try {
+      const store = await openSqliteStore({ dir, lockTimeout: 200 });
+      cleanups.push(() => store.close());
+      expect((await store.get('u1', 'a'))?.name).toBe('a');
+    } finally {
+      other.exec('ROLLBACK');
+      other.close();
+    }
   });
 
   it('gives up with a StoreError after lockTimeout, having written nothing', async () => {

@@ -17,6 +17,11 @@ export interface HttpTarget {
 export interface HttpSender {
   ky: KyInstance;
   fetch: typeof globalThis.fetch;
+  /**
+   * `fetch` is oncely's own (the platform's): a refusal it throws proves nothing left. A
+   * fetch the app gave is foreign code: it may have sent before whatever it throws.
+   */
+  ownFetch: boolean;
   profile: Profile;
 }
 
@@ -70,7 +75,7 @@ export async function httpAttempt(
   timeout: number,
   signal: AbortSignal | undefined,
 ): Promise<AttemptReport<ReadAnswer | RedirectAnswer>> {
-  let reached = false;
+  const handed = handOver(sender);
   const bounded = withTimeout(signal, timeout);
   let answer: ReadAnswer;
   try {
@@ -85,26 +90,49 @@ export async function httpAttempt(
         retry: 0,
         throwHttpErrors: false,
         redirect: 'manual',
-        fetch: async (input: RequestInfo | URL, init?: RequestInit) => {
-          reached = true;
-          return answerOrThrow(await sender.fetch(input, init));
-        },
+        fetch: (input: RequestInfo | URL, init?: RequestInit) => handed.fetch(input, init),
       }),
     );
     if (isRedirect(response)) return await bounded.race(redirectReport(response, target.url));
     answer = parseAnswer(response, await bounded.race(response.text()));
   } catch (error) {
-    return unanswered(error, reached, bounded);
+    return unanswered(error, handed.sent(), bounded);
   } finally {
     bounded.clear();
   }
   return answerReport(sender.profile, answer, answer);
 }
 
-/** An attempt that ended without an answer: sent unless it provably never left. */
-function unanswered(error: unknown, reached: boolean, bounded: Bounded): AttemptReport<never> {
+/**
+ * The one rule of `sent` for an attempt oncely makes itself: sent once the request was
+ * handed to the fetch, unless oncely's own fetch, called once, threw an error that proves
+ * nothing left (refused, DNS). Whatever a fetch of the app's throws proves nothing: it may
+ * have sent first (a retry of its own, a second request).
+ */
+function handOver(sender: HttpSender) {
+  let handed = false;
+  let refused = false;
+  return {
+    async fetch(input: RequestInfo | URL, init?: RequestInit): Promise<Response> {
+      const first = !handed;
+      handed = true;
+      refused = false;
+      try {
+        return answerOrThrow(await sender.fetch(input, init));
+      } catch (error) {
+        refused = first && sender.ownFetch && provablyNotSent(error);
+        throw error;
+      }
+    },
+    /** Whether the attempt may have reached a server. */
+    sent: () => handed && !refused,
+  };
+}
+
+/** An attempt that ended without an answer. */
+function unanswered(error: unknown, sent: boolean, bounded: Bounded): AttemptReport<never> {
   const cause = bounded.timedOut() ? timeoutError() : error;
-  return { outcome: 'no_answer', replayed: false, sent: reached && !provablyNotSent(error), error: cause };
+  return { outcome: 'no_answer', replayed: false, sent, error: cause };
 }
 
 /**
@@ -118,7 +146,7 @@ export async function fetchAttempt(
   timeout: number,
   signal: AbortSignal | undefined,
 ): Promise<AttemptReport<Response>> {
-  let reached = false;
+  const handed = handOver(sender);
   const bounded = withTimeout(signal, timeout);
   let response: Response;
   let answer: ServerAnswer;
@@ -131,12 +159,11 @@ export async function fetchAttempt(
       redirect: 'manual',
       signal: bounded.signal,
     });
-    reached = true;
-    response = answerOrThrow(await bounded.race(sender.fetch(request)));
+    response = await bounded.race(handed.fetch(request));
     if (isRedirect(response)) return (await bounded.race(redirectReport(response, target.url))) as AttemptReport<never>;
     answer = await bounded.race(readCopy(response));
   } catch (error) {
-    return unanswered(error, reached, bounded);
+    return unanswered(error, handed.sent(), bounded);
   } finally {
     bounded.clear();
   }

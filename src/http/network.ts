@@ -26,22 +26,49 @@ export function platformNetwork(): Network | undefined {
   };
 }
 
-/** Resolves true once online, false after `ms`; rejects with the signal's reason if it aborts first. */
+/**
+ * Resolves true once online (only `online === false` is offline), false after `ms`; rejects
+ * with the signal's reason if it aborts first, or with what `online` or `onOnline` threw. A
+ * listener called at once, twice or late, and an `onOnline` that returns no unsubscribe (or
+ * one that throws), change nothing of that.
+ */
 export function untilOnline(network: Network, ms: number, signal: AbortSignal | undefined): Promise<boolean> {
-  if (network.online) return Promise.resolve(true);
   return new Promise<boolean>((resolve, reject) => {
+    let settled = false;
+    let off: unknown;
+    const unsubscribe = () => {
+      try {
+        if (settled && typeof off === 'function') off();
+      } catch {
+        // A listener left subscribed calls back into a settled wait: harmless.
+      }
+    };
     const done = (value: boolean | { reason: unknown }) => {
+      if (settled) return;
+      settled = true;
       clearTimeout(timer);
-      off();
       signal?.removeEventListener('abort', onAbort);
+      unsubscribe();
       if (typeof value === 'boolean') resolve(value);
       else reject(value.reason);
     };
     const onAbort = () => done({ reason: signal?.reason });
     const timer = setTimeout(() => done(false), ms);
-    // The property decides, not the event: Chromium fires `online` in a page it unloads while still offline.
-    const off = network.onOnline(() => network.online && done(true));
-    if (signal?.aborted) onAbort();
-    else signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      if (network.online !== false) return done(true);
+      if (signal?.aborted) return onAbort();
+      signal?.addEventListener('abort', onAbort, { once: true });
+      // The property decides, not the event: Chromium fires `online` in a page it unloads while still offline.
+      off = network.onOnline(() => {
+        try {
+          if (network.online !== false) done(true);
+        } catch (error) {
+          done({ reason: error });
+        }
+      });
+      unsubscribe(); // called back before onOnline returned: the unsubscribe came only now
+    } catch (error) {
+      done({ reason: error });
+    }
   });
 }

@@ -74,8 +74,9 @@ export async function reportValue<T>(value: T, profile: Profile): Promise<Attemp
  * How an error your transport threw ended the attempt: an HTTP status (`status`,
  * `statusCode` or `response.status`, as thrown by ky, stripe-node, axios, fetch wrappers)
  * is classified by the profile; connection errors and timeouts are retried (outcome
- * unknown) unless they prove nothing was sent; anything else leaves the outcome unknown,
- * not retried.
+ * unknown); anything else leaves the outcome unknown, not retried. Always sent: code that
+ * was handed the attempt may have sent before it threw, whatever it threw (a refused
+ * second request says nothing of the first).
  */
 export function reportThrown(
   error: unknown,
@@ -94,7 +95,7 @@ export function reportThrown(
     return { ...base, outcome: chosen ?? profile.classify(answer), replayed: isReplay(profile, answer), value };
   }
   if (chosen) return { ...base, outcome: chosen };
-  if (isConnectionError(error)) return { ...base, outcome: 'no_answer', sent: !provablyNotSent(error) };
+  if (isConnectionError(error)) return { ...base, outcome: 'no_answer' };
   // Neither an answer nor a network failure: it may have thrown after sending. Only the
   // server saying no earns `failed`; a bug does not heal by sending again: not retried.
   return { ...base, outcome: 'no_answer', final: true };

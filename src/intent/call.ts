@@ -8,6 +8,7 @@ import {
   StoreError,
 } from '../errors.js';
 import { untilOnline } from '../http/network.js';
+import type { Profile } from '../profiles/profiles.js';
 import { type AttemptReport, type LoopEnd, retryLoop, sleep } from '../retry/loop.js';
 import { parseRetryAfter, RetryBudget } from '../retry/policy.js';
 import { horizon, pastRetention, SENT_STATES } from '../store/record-rules.js';
@@ -36,6 +37,11 @@ export interface CallPlan<V, T> {
   /** For `attempt` events. */
   method: string;
   url: string;
+  /**
+   * The server keys this request (see {@link keyedBy}). One that is not keyed is not
+   * idempotent there: the engine sends it once, never retried (a redirect is still followed).
+   */
+  keyed: boolean;
   /** Sends attempt `n` under `key`, within `timeout` ms; never throws. */
   attempt(n: number, timeout: number, signal: AbortSignal | undefined): Promise<AttemptReport<V>>;
   /**
@@ -62,6 +68,13 @@ export interface IntentHandle {
   /** `record` is not stored yet (`client.send`): the `in_flight` write stores it, claim and send in one. */
   unstored?: boolean;
 }
+
+/**
+ * The one rule of which requests the server keys, for every transport: the methods the
+ * profile keys (ietf: POST and PATCH; stripe: POST), or any with `sendKey: true`.
+ */
+export const keyedBy = (profile: Profile, method: string, sendKey?: boolean): boolean =>
+  sendKey === true || profile.keyedMethods.includes(method);
 
 /**
  * This process's id, from the crypto source at its first call: an id made at module load
@@ -273,7 +286,9 @@ async function write(
 /**
  * While the platform is offline no attempt leaves: wait for the network within the deadline
  * and `offlineWait`. Resolves `undefined` to go on, or the report of an attempt that never
- * left (not retried: the wait used what the call had).
+ * left (not retried: the wait used what the call had). The `network` option is the app's
+ * code: an `online` or `onOnline()` that throws ends the call as an attempt that never left,
+ * the throw as its cause (rejects only with the signal's reason).
  */
 async function waitForNetwork(
   h: IntentHandle,
@@ -281,14 +296,20 @@ async function waitForNetwork(
   signal: AbortSignal | undefined,
 ): Promise<AttemptReport<never> | undefined> {
   const { network, offlineWait } = h.ctx;
-  if (!network || network.online) return undefined;
-  emit(h, { type: 'offline', phase: 'paused' });
-  const back = await untilOnline(network, Math.min(budget.remaining(), offlineWait), signal);
-  if (back) {
-    emit(h, { type: 'offline', phase: 'resumed' });
-    return undefined;
+  if (!network) return undefined;
+  let error: unknown;
+  try {
+    if (network.online !== false) return undefined;
+    emit(h, { type: 'offline', phase: 'paused' });
+    if (await untilOnline(network, Math.min(budget.remaining(), offlineWait), signal)) {
+      emit(h, { type: 'offline', phase: 'resumed' });
+      return undefined;
+    }
+    error = new DOMException('The network stayed offline', 'NetworkError');
+  } catch (thrown) {
+    if (signal?.aborted && thrown === signal.reason) throw thrown;
+    error = thrown;
   }
-  const error = new DOMException('The network stayed offline', 'NetworkError');
   return { outcome: 'no_answer', replayed: false, sent: false, final: true, error };
 }
 
@@ -370,6 +391,7 @@ export async function sendCall<V, T>(
         if (offline) return offline;
         emit(h, { type: 'attempt', attempt: n, method: plan.method, url: plan.url });
         const r = await attemptSafely(() => plan.attempt(n, budget.attemptTimeout(), plan.signal));
+        if (!plan.keyed && !r.follow) r.final = true;
         if (r.outcome === 'in_progress' && r.status) {
           const hint = r.headers && parseRetryAfter(r.headers, ctx.now());
           emit(h, { type: 'conflict', status: r.status, ...(hint !== undefined ? { retryAfter: hint } : {}) });

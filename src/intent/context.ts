@@ -21,6 +21,8 @@ export interface ClientContext {
   /** Per-call headers from the client options (e.g. a fresh Authorization). */
   headers: (() => HeadersInit) | undefined;
   fetch: typeof globalThis.fetch;
+  /** `fetch` is the platform's, not the app's: only its refusals prove nothing left. */
+  ownFetch: boolean;
   /** The client's `baseUrl`, ending in `/`. */
   baseUrl: string;
   /** Wall clock (ms since epoch): record times, leases, expiry. */

@@ -1,6 +1,6 @@
 import { InvalidArgumentError, KeyReusedError } from '../errors.js';
 import { fetchAttempt } from '../http/attempt.js';
-import type { CallPlan, IntentHandle } from './call.js';
+import { type CallPlan, type IntentHandle, keyedBy } from './call.js';
 import { fingerprint } from './fingerprint.js';
 import { callWith, type Intent } from './intent.js';
 import { checkMethod, clientHeaders } from './plans.js';
@@ -64,6 +64,9 @@ async function fetchPlan(
     signal: signal ?? undefined,
     method: upper,
     url: target.url,
+    // The key goes on every method, but only one the profile keys is retried: the server
+    // may ignore the key on others (Stripe keys POST only).
+    keyed: keyedBy(ctx.profile, upper),
     attempt: async (_n, timeout, attemptSignal) => {
       const report = await fetchAttempt(ctx, http, rest, timeout, attemptSignal);
       if (report.follow) http.url = report.follow;

@@ -1,4 +1,5 @@
 import type { RequestPart } from '../errors.js';
+import { canonicalJson } from './canonical-json.js';
 import { sha256 } from './sha256.js';
 
 /**
@@ -29,6 +30,33 @@ export function fingerprint(parts: RequestParts): string {
   const body = sha256(parts.body ?? 'null');
   const all = sha256(JSON.stringify([parts.method, parts.path, body]));
   return ['v2', all, tag(parts.method), tag(parts.path), body.slice(0, 8)].join('.');
+}
+
+/** A received body as the fingerprint sees it: canonical JSON when it parses as JSON, else the text as is. */
+export function canonicalBody(text: string): string {
+  try {
+    return canonicalJson(JSON.parse(text));
+  } catch {
+    return text;
+  }
+}
+
+/**
+ * The fingerprint of a request as a server receives it — the one function the client, the
+ * server (`oncely/server`) and the mock share. `path` is the path and query relative to
+ * where the API is mounted (the client's `baseUrl`), without its leading `/`; a JSON body
+ * counts as its canonical form, so `{"a":1,"b":2}` and `{ "b": 2, "a": 1 }` agree, as the
+ * client sends canonical JSON. An empty body is no body.
+ *
+ * @example
+ * receivedFingerprint('POST', 'payments', '{"amount":100}') === fingerprint({ method: 'POST', path: 'payments', body: '{"amount":100}' });
+ */
+export function receivedFingerprint(method: string, path: string, bodyText: string): string {
+  return fingerprint({
+    method: method.toUpperCase(),
+    path: path.replace(/^\//, ''),
+    body: bodyText === '' ? null : canonicalBody(bodyText),
+  });
 }
 
 /**

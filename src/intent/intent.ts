@@ -4,6 +4,7 @@ import {
   IntentMismatchError,
   IntentPendingError,
   InvalidArgumentError,
+  NotSentError,
   OncelyError,
 } from '../errors.js';
 import type { StandardSchemaV1 } from '../http/schema.js';
@@ -180,7 +181,12 @@ export async function callWith<T>(
   const h = handles.get(intent);
   if (!h) throw new InvalidArgumentError('Pass an Intent from client.intent(name).');
   const started = h.ctx.monotonic(); // serialising and hashing the body count in the deadline
-  return call(h, await planOf(h), started);
+  const plan = await planOf(h);
+  const { deadline } = h.ctx.retry;
+  // Not another client's lock: this call's own preparation used the deadline up.
+  if (h.ctx.monotonic() - started >= deadline)
+    throw new NotSentError({ ...contextOf(h), reason: 'deadline', deadline });
+  return call(h, plan, started);
 }
 
 /**

@@ -9,7 +9,7 @@ import type { ReadAnswer } from '../http/answer.js';
 import { type HttpSender, type HttpTarget, httpAttempt, withTimeout } from '../http/attempt.js';
 import { KEEPALIVE_BUDGET, reserveKeepalive, utf8Length } from '../http/keepalive.js';
 import { type StandardSchemaV1, validate } from '../http/schema.js';
-import type { CallPlan, IntentHandle } from './call.js';
+import { type CallPlan, type IntentHandle, keyedBy } from './call.js';
 import { fingerprint } from './fingerprint.js';
 import type { DataOf, IntentResponse, RequestOptions } from './options.js';
 import { mergeHeaders, resolveTarget, serializeBody } from './request-spec.js';
@@ -75,8 +75,8 @@ export async function requestPlan<S extends StandardSchemaV1 | undefined>(
   const body = serializeBody(options.json, options.body, where);
   const headers = mergeHeaders([clientHeaders(h, where), options.headers], where);
   if (options.json !== undefined && !headers.has('content-type')) headers.set('content-type', 'application/json');
-  // A request without the key is not idempotent at the server: it is sent once, never retried.
-  const keyed = options.sendKey === true || ctx.profile.keyedMethods.includes(upper);
+  // A request without the key is not idempotent at the server: the engine sends it once.
+  const keyed = keyedBy(ctx.profile, upper, options.sendKey);
   if (keyed) headers.set(ctx.profile.header, ctx.profile.encodeKey(h.key));
   const http: HttpTarget = { method: upper, url: target.url, headers, body };
   // Chromium refuses keepalive bodies past 64 KiB in flight per page: oncely's take at most half (src/http/keepalive.ts).
@@ -88,6 +88,7 @@ export async function requestPlan<S extends StandardSchemaV1 | undefined>(
     signal: options.signal,
     method: upper,
     url: target.url,
+    keyed,
     attempt: async (_n, timeout, signal) => {
       const release = keepalive ? reserveKeepalive(keepaliveBytes) : undefined;
       http.keepalive = release !== undefined;
@@ -95,7 +96,6 @@ export async function requestPlan<S extends StandardSchemaV1 | undefined>(
       // No answer with keepalive may be the browser's quota (the page's own beacons): the next attempt goes without.
       if (report.outcome === 'no_answer') keepalive = false;
       if (report.follow) http.url = report.follow;
-      else if (!keyed) report.final = true;
       return report as Awaited<ReturnType<CallPlan<ReadAnswer, unknown>['attempt']>>;
     },
     finish: async (verdict, end, context, left) => {

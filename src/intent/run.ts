@@ -30,6 +30,7 @@ function runPlan<T>(h: IntentHandle, fn: (context: RunContext) => Promise<T>, op
     signal: options.signal,
     method: 'RUN',
     url: h.name,
+    keyed: true, // the function is handed the key for every request it makes
     attempt: async (attempt, timeout, parent) => {
       const bounded = withTimeout(parent, timeout);
       // The last answer through the context's fetch: a parsed body does not hide its status.

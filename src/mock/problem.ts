@@ -12,6 +12,7 @@ export const PROBLEM_TYPES = {
   notFound: 'tag:oncely.dev,2026:not-found',
   routeFailed: 'tag:oncely.dev,2026:route-failed',
   injected: 'tag:oncely.dev,2026:injected-fault',
+  tooLarge: 'tag:oncely.dev,2026:content-too-large',
 } as const;
 
 /** An RFC 9457 problem details object. */

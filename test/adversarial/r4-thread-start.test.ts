@@ -38,10 +38,11 @@ async function store() {
 }
 
 describe('r4: a thread the runtime refuses to start', () => {
-  // First: no thread is kept from an earlier store yet, so the call needs a new one.
+  // First: no thread is kept from an earlier store yet, so the call needs a new one. Refused
+  // before the store is made: a store starts a thread ahead when it is constructed.
   it('the database thread: the call fails with StoreError; the next call starts one', async () => {
-    const s = await store();
     refuse.when = () => true;
+    const s = await store();
     const error = await s.open().catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(OncelyError);
     expect(error).toBeInstanceOf(StoreError);

@@ -131,14 +131,22 @@ describe('an unsent write the store answers only after storeTimeout: the message
   const setup = () => {
     const store = new FaultyStore();
     const keys: (string | null)[] = [];
-    const network = { refuse: false };
+    // Offline, nothing leaves (a refusal thrown by the app's own fetch would prove nothing).
+    const network = {
+      refuse: false,
+      get online() {
+        return !this.refuse;
+      },
+      onOnline: () => () => {},
+    };
     const client = createClient({
       ...base,
       store,
       storeTimeout: 100,
       retry: { maxAttempts: 1 },
+      network,
+      offlineWait: 10,
       fetch: async (input) => {
-        if (network.refuse) throw Object.assign(new TypeError('fetch failed'), { cause: { code: 'ECONNREFUSED' } });
         keys.push(new Request(input).headers.get('idempotency-key'));
         return ok();
       },

@@ -7,6 +7,7 @@ import { type Client, intentFetch, LocalCoordinator, run } from '../../src/index
 import { ietf } from '../../src/profiles/index.js';
 import { BUDGET, type Env } from './env.js';
 import { STORE_FAULTS, STORE_OPS, type StoreOp } from './faulty-store.js';
+import { foreignCases, networkCases } from './foreign-code.js';
 import { WIRE_FAULTS, type WireFault } from './ledger-server.js';
 import { STORE_BOUNDARY_CASES } from './store-boundary.js';
 
@@ -57,12 +58,8 @@ for (const op of STORE_OPS)
           }
           // Attempt-count writes come with retries: the first two attempts go unanswered.
           if (op === 'update:count') env.ledger.faultFor = (n) => (n <= 2 ? 'reset-after-effect' : 'ok');
-          // The undo write follows a call that provably sent nothing: connections refused until lifted.
-          if (op === 'update:undo')
-            env.options.fetch = async (input, init) => {
-              if (env.lifted) return globalThis.fetch(input, init);
-              throw Object.assign(new TypeError('fetch failed'), { cause: { code: 'ECONNREFUSED' } });
-            };
+          // The undo write follows a call that provably sent nothing: offline until lifted.
+          if (op === 'update:undo') offlineUntilLifted(env);
           const client = env.client();
           if (op === 'get') await follow?.(env, client);
           await env.post(client);
@@ -73,6 +70,12 @@ for (const op of STORE_OPS)
         },
       });
     }
+
+function offlineUntilLifted(env: Env) {
+  env.options.network = { online: false, onOnline: () => () => {} };
+  Object.defineProperty(env.options.network, 'online', { get: () => env.lifted });
+  env.options.offlineWait = 50;
+}
 
 function holdFor(env: Env, attempt: number, ms: number) {
   env.ledger.faultFor = (n) => (n === attempt ? 'hold' : 'ok');
@@ -406,6 +409,8 @@ add({
 
 // Issue 26: every Store method through every wrapper the library builds; a store that lies.
 for (const c of STORE_BOUNDARY_CASES) add(c);
+// Foreign code doing several things inside one attempt, and the network option (issue 26).
+for (const c of [...foreignCases(), ...networkCases()]) add(c);
 
 export const CASES: readonly Case[] = cases;
 

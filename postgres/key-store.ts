@@ -1,0 +1,314 @@
+/**
+ * `PostgresKeyStore`: the server half's keys in the app's PostgreSQL. The key row, the
+ * handler's rows and the stored answer commit in one transaction on one connection.
+ *
+ * A request, in one READ COMMITTED transaction (the look-up must see what committed after
+ * the locks were taken, so the isolation level is fixed):
+ * 1. try an exclusive xact advisory lock on hash(scope, key, operation, fingerprint) (F),
+ *    then on hash(scope, key) (K) — one statement, never waiting;
+ * 2. look the key up over the retention window (every day partition in it);
+ * 3. holding K with no live row: run the handler, insert the key row with its answer
+ *    (`INSERT … WHERE NOT EXISTS (window) ON CONFLICT DO NOTHING`, a second guard), COMMIT.
+ * A request that cannot take K never waits for it: a committed row is replayed (or 422);
+ * with none, the holder has not committed — 409 when F was held too (the same request
+ * runs), 422 when this request could take its own F (another request runs).
+ * Advisory locks at transaction level only: fit for a transaction-mode pooler.
+ */
+import { InvalidArgumentError, OncelyError, StoreError } from '../src/errors.js';
+import { sha256 } from '../src/intent/sha256.js';
+import type { Execution, KeyClaim, KeyStore, StoredAnswer } from '../src/server/store.js';
+import type { Queryable, QueryConfig, QueryResultLike } from './database.js';
+import { migrateKeys } from './key-migrations.js';
+import type { MigrateResult } from './migrate.js';
+
+/**
+ * A connection the pool hands out (`pg`'s `PoolClient` fits): what a handler receives as
+ * `tx`. For `pg`'s own type: `new PostgresKeyStore<pg.PoolClient>({ pool })`.
+ */
+export interface PooledConnection extends Queryable {
+  query(config: QueryConfig): Promise<QueryResultLike>;
+  query(text: string, values?: unknown[]): Promise<QueryResultLike>;
+  release(error?: Error | boolean): void;
+}
+
+/** What the store needs of a pool: `pg`'s `Pool` fits; its client type is what handlers receive. */
+export interface KeyStorePool<C extends PooledConnection> extends Queryable {
+  connect(): Promise<C>;
+}
+
+export interface PostgresKeyStoreOptions<C extends PooledConnection> {
+  /** The app's `pg` `Pool`: handlers write their effect on the connection it hands out. */
+  pool: KeyStorePool<C>;
+  /**
+   * How long a key is remembered, from its first commit; after that it is new and a retry
+   * runs again. At least 24 h, and never less than the clients' `keyTtl`.
+   * @default 86_400_000 (24 h)
+   */
+  retentionMs?: number;
+  /**
+   * Whether `execute` starts `maintain()` in the background once an hour (creating the days
+   * ahead, dropping the days past retention). `false`: schedule `maintain()` yourself.
+   * @default true
+   */
+  autoMaintain?: boolean;
+  /** Days of partitions created ahead. @default 7 */
+  daysAhead?: number;
+  /** Called with a background maintenance failure (it is retried an hour later). @default ignore */
+  onMaintenanceError?: (error: unknown) => void;
+}
+
+const DAY_MS = 86_400_000;
+const HOUR_MS = 3_600_000;
+const MAINTAIN_LOCK = 0x6f6e6367;
+const PARTITION = /^oncely_server_keys_(\d{8})$/;
+
+/** Signed 64-bit integer (as a decimal string) from the first 16 hex digits of a SHA-256. */
+const int64 = (hex: string): string => BigInt.asIntN(64, BigInt(`0x${hex.slice(0, 16)}`)).toString();
+const int32 = (hex: string): number => Number.parseInt(hex, 16) | 0;
+
+/** The advisory lock keys of a claim: K on the key, F on the key with its request. */
+export function lockKeys(claim: KeyClaim): { key: string; request: [number, number] } {
+  const k = sha256(JSON.stringify([claim.scope, claim.key]));
+  const f = sha256(JSON.stringify([claim.scope, claim.key, claim.operation, claim.fingerprint]));
+  return { key: int64(k), request: [int32(f.slice(0, 8)), int32(f.slice(8, 16))] };
+}
+
+/**
+ * The window: rows newer than retention, in the days it covers. The days come as parameters
+ * (from the database's clock, read in the lock statement) so that the planner prunes the
+ * other partitions when it plans the statement, not row by row.
+ */
+const LIVE = `scope = $1 AND key = $2
+  AND day BETWEEN $3::date AND $4::date
+  AND created_at > now() - $5::interval`;
+
+interface Row {
+  operation: string;
+  fingerprint: string;
+  status: number;
+  headers: [string, string][];
+  body: Uint8Array;
+}
+
+export class PostgresKeyStore<C extends PooledConnection = PooledConnection> implements KeyStore<C> {
+  readonly #pool: KeyStorePool<C>;
+  readonly #retention: string;
+  readonly #autoMaintain: boolean;
+  readonly #daysAhead: number;
+  readonly #onMaintenanceError: (error: unknown) => void;
+  #maintainedAt = Number.NEGATIVE_INFINITY;
+  #maintaining: Promise<unknown> | undefined;
+
+  constructor(options: PostgresKeyStoreOptions<C>) {
+    if (typeof options?.pool?.connect !== 'function')
+      throw new InvalidArgumentError('PostgresKeyStore needs a `pool` (a pg Pool).');
+    const retentionMs = options.retentionMs ?? DAY_MS;
+    if (!Number.isInteger(retentionMs) || retentionMs < DAY_MS)
+      throw new InvalidArgumentError(
+        `PostgresKeyStore: retentionMs must be whole ms ≥ 86400000 (24 h), got ${retentionMs}: a key past retention runs again.`,
+      );
+    const daysAhead = options.daysAhead ?? 7;
+    if (!Number.isInteger(daysAhead) || daysAhead < 1 || daysAhead > 366)
+      throw new InvalidArgumentError(`PostgresKeyStore: daysAhead must be 1 to 366, got ${daysAhead}.`);
+    this.#pool = options.pool;
+    this.#retention = `${retentionMs} milliseconds`;
+    this.#autoMaintain = options.autoMaintain ?? true;
+    this.#daysAhead = daysAhead;
+    this.#onMaintenanceError = options.onMaintenanceError ?? (() => undefined);
+  }
+
+  /** Creates or upgrades the table, then its partitions (`maintain()`). Safe from every process at start. */
+  async migrate(): Promise<MigrateResult> {
+    const result = await migrateKeys(this.#pool);
+    await this.maintain();
+    return result;
+  }
+
+  /**
+   * Creates the day partitions from today (the database's UTC day) to `daysAhead`, and
+   * drops the ones wholly past retention — `DETACH … CONCURRENTLY` then `DROP TABLE`, never
+   * a DELETE, and never a lock that stops requests. Safe from every process.
+   */
+  async maintain(): Promise<{ created: string[]; dropped: string[] }> {
+    const created: string[] = [];
+    const dropped: string[] = [];
+    const conn = await this.#pool.connect();
+    let failed: Error | undefined;
+    try {
+      await conn.query({ text: 'BEGIN' });
+      await conn.query({ text: 'SELECT pg_advisory_xact_lock($1)', values: [MAINTAIN_LOCK] });
+      const days = await conn.query({
+        text: `SELECT to_char(d, 'YYYYMMDD') AS name, d::text AS from, (d + 1)::text AS to
+                 FROM generate_series((now() AT TIME ZONE 'UTC')::date, (now() AT TIME ZONE 'UTC')::date + $1::int, '1 day') AS g(t),
+                      LATERAL (SELECT t::date AS d) AS x
+                WHERE to_regclass('oncely_server_keys_' || to_char(d, 'YYYYMMDD')) IS NULL`,
+        values: [this.#daysAhead],
+      });
+      for (const day of days.rows as { name: string; from: string; to: string }[]) {
+        const table = `oncely_server_keys_${day.name}`;
+        // CREATE + ATTACH takes SHARE UPDATE EXCLUSIVE on the parent: requests go on.
+        await conn.query({ text: `CREATE TABLE ${table} (LIKE oncely_server_keys INCLUDING ALL)` });
+        await conn.query({
+          text: `ALTER TABLE oncely_server_keys ATTACH PARTITION ${table} FOR VALUES FROM ('${day.from}') TO ('${day.to}')`,
+        });
+        created.push(table);
+      }
+      const expired = await conn.query({
+        text: `SELECT c.relname AS name, i.inhdetachpending AS pending
+                 FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+                WHERE i.inhparent = 'oncely_server_keys'::regclass
+                  AND c.relname ~ '^oncely_server_keys_[0-9]{8}$'
+                  AND to_date(right(c.relname, 8), 'YYYYMMDD') + 1 <= ((now() - $1::interval) AT TIME ZONE 'UTC')::date`,
+        values: [this.#retention],
+      });
+      await conn.query({ text: 'COMMIT' });
+      for (const { name, pending } of expired.rows as { name: string; pending: boolean }[]) {
+        if (!PARTITION.test(name)) continue;
+        // CONCURRENTLY cannot run in a transaction; it waits for readers instead of blocking writers.
+        const mode = pending ? 'FINALIZE' : 'CONCURRENTLY';
+        await conn.query({ text: `ALTER TABLE oncely_server_keys DETACH PARTITION ${name} ${mode}` });
+        await conn.query({ text: `DROP TABLE IF EXISTS ${name}` });
+        dropped.push(name);
+      }
+      this.#maintainedAt = Date.now();
+      return { created, dropped };
+    } catch (error) {
+      failed = error as Error;
+      await conn.query({ text: 'ROLLBACK' }).catch(() => undefined);
+      throw new StoreError(`PostgresKeyStore could not maintain its partitions: ${failed.message}.`, {
+        cause: error,
+      });
+    } finally {
+      conn.release(failed);
+    }
+  }
+
+  async execute(claim: KeyClaim, work: (tx: C) => Promise<StoredAnswer>): Promise<Execution> {
+    this.#maybeMaintain();
+    const locks = lockKeys(claim);
+    let conn: C;
+    try {
+      conn = await this.#pool.connect();
+    } catch (error) {
+      throw new StoreError(
+        `PostgresKeyStore could not get a connection: ${(error as Error)?.message ?? String(error)}.`,
+        {
+          scope: claim.scope,
+          cause: error,
+        },
+      );
+    }
+    let broken: Error | undefined;
+    let inTransaction = true; // from the BEGIN on: a failure anywhere after it rolls back
+    let workFailed = false;
+    let committing = false;
+    // A connection that dies while checked out (pg_terminate_backend, a restart) emits
+    // 'error' after failing its query; unheard, that would crash the app's process.
+    const events = conn as Partial<Emitter>;
+    const onError = (error: Error) => {
+      broken = error;
+    };
+    events.on?.('error', onError);
+    try {
+      // One round trip, no parameters (the simple protocol takes both statements).
+      const [, held] = (await conn.query({
+        text: `BEGIN ISOLATION LEVEL READ COMMITTED;
+               SELECT CASE WHEN pg_try_advisory_xact_lock(${locks.request[0]}, ${locks.request[1]})
+                 THEN CASE WHEN pg_try_advisory_xact_lock(${locks.key}) THEN 'claimed' ELSE 'other' END
+                 ELSE 'same' END AS hold,
+                 to_char(((now() - interval '${this.#retention}') AT TIME ZONE 'UTC')::date, 'YYYY-MM-DD') AS first_day,
+                 to_char((now() AT TIME ZONE 'UTC')::date, 'YYYY-MM-DD') AS today`,
+      })) as unknown as [unknown, { rows: { hold: 'claimed' | 'other' | 'same'; first_day: string; today: string }[] }];
+      const { hold, first_day: firstDay, today } = held.rows[0]!;
+      const live = [claim.scope, claim.key, firstDay, today, this.#retention];
+      const found = await conn.query({
+        text: `SELECT operation, fingerprint, status, headers, body FROM oncely_server_keys
+                WHERE ${LIVE} ORDER BY created_at DESC LIMIT 1`,
+        values: live,
+      });
+      const row = found.rows[0] as Row | undefined;
+      if (row || hold !== 'claimed') {
+        await conn.query({ text: 'ROLLBACK' });
+        inTransaction = false;
+        if (row) {
+          if (row.operation !== claim.operation || row.fingerprint !== claim.fingerprint)
+            return { outcome: 'mismatch' };
+          const answer = { status: row.status, headers: row.headers, body: new Uint8Array(row.body) };
+          return { outcome: 'replayed', answer };
+        }
+        return { outcome: hold === 'same' ? 'in_progress' : 'mismatch' };
+      }
+      let answer: StoredAnswer;
+      try {
+        answer = await work(conn);
+      } catch (error) {
+        await conn.query({ text: 'ROLLBACK' }).catch((rollback: Error) => {
+          broken = rollback;
+        });
+        inTransaction = false;
+        workFailed = true;
+        throw error;
+      }
+      const inserted = await conn.query({
+        text: `INSERT INTO oncely_server_keys (scope, key, day, created_at, operation, fingerprint, status, headers, body)
+               SELECT $1, $2, $4::date, now(), $6, $7, $8, $9, $10
+                WHERE NOT EXISTS (SELECT 1 FROM oncely_server_keys WHERE ${LIVE})
+               ON CONFLICT DO NOTHING`,
+        values: [
+          ...live,
+          claim.operation,
+          claim.fingerprint,
+          answer.status,
+          JSON.stringify(answer.headers),
+          answer.body,
+        ],
+      });
+      if (inserted.rowCount !== 1)
+        throw new StoreError(
+          'PostgresKeyStore: the key was committed by a transaction that did not hold its advisory lock (another writer of oncely_server_keys?); this one is rolled back.',
+        );
+      committing = true;
+      await conn.query({ text: 'COMMIT' });
+      inTransaction = false;
+      return { outcome: 'ran', answer };
+    } catch (error) {
+      if (inTransaction)
+        await conn.query({ text: 'ROLLBACK' }).catch((rollback: Error) => {
+          broken = rollback;
+        });
+      if (broken === undefined && !workFailed && isConnectionError(error)) broken = error as Error;
+      // The handler's own error as it is; the database's as a StoreError.
+      if (workFailed || error instanceof OncelyError) throw error;
+      const reason = (error as Error)?.message ?? String(error);
+      throw new StoreError(
+        committing
+          ? `PostgresKeyStore: the COMMIT of the key and its effect got no answer (${reason}); whether it committed is unknown. A retry with the key finds out: the replay, or a first run.`
+          : `PostgresKeyStore could not run the request under its key: ${reason}. Nothing was committed.`,
+        { scope: claim.scope, cause: error },
+      );
+    } finally {
+      events.off?.('error', onError);
+      conn.release(broken);
+    }
+  }
+
+  #maybeMaintain(): void {
+    if (!this.#autoMaintain || this.#maintaining || Date.now() - this.#maintainedAt < HOUR_MS) return;
+    this.#maintainedAt = Date.now(); // one try an hour, whatever its outcome
+    this.#maintaining = this.maintain()
+      .catch((error) => this.#onMaintenanceError(error))
+      .finally(() => {
+        this.#maintaining = undefined;
+      });
+  }
+}
+
+interface Emitter {
+  on(event: 'error', listener: (error: Error) => void): unknown;
+  off(event: 'error', listener: (error: Error) => void): unknown;
+}
+
+/** A driver error without a SQLSTATE: the connection itself failed (terminated, reset). */
+function isConnectionError(error: unknown): boolean {
+  return typeof (error as { code?: unknown } | undefined)?.code !== 'string';
+}
