@@ -10,6 +10,11 @@ export interface IdbLocation {
   factory?: IDBFactory | undefined;
   /** Durability hint for readwrite transactions. */
   durability: IDBTransactionDurability;
+  /**
+   * The browser closed the connection itself (the `close` event): the user cleared the
+   * site's data, or the backing store failed. Not called for a close asked for by script.
+   */
+  onLost?: () => void;
 }
 
 /** An opened (lazily) object store: idb-keyval's `UseStore` plus `close`. */
@@ -56,6 +61,7 @@ export function openIdb(location: IdbLocation): IdbHandle {
     }
     db.onclose = () => {
       dbp = undefined;
+      location.onLost?.();
     };
     db.onversionchange = () => {
       db.close();

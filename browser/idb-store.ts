@@ -7,7 +7,7 @@ import {
   readSlot,
 } from '../src/store/corrupt-records.js';
 import { StoreListeners } from '../src/store/listeners.js';
-import { isPending, isSweepable } from '../src/store/record-rules.js';
+import { intentId, isPending, isSweepable } from '../src/store/record-rules.js';
 import { parseRecord, validRecord } from '../src/store/record-schema.js';
 import type {
   ClaimResult,
@@ -98,6 +98,11 @@ export class IdbStore implements Store, ObservableStore {
   readonly #listeners = new StoreListeners();
   /** Per scope, the key of the last record the previous sweep examined. */
   readonly #sweepAfter = new Map<string, IDBValidKey>();
+  /**
+   * The last record this page read or wrote of each intent it touched: put back when the
+   * browser deletes the database under it (the user cleared the site's data mid-payment).
+   */
+  readonly #known = new Map<string, IntentRecord>();
 
   constructor(options: IdbStoreOptions = {}) {
     this.#dbName = options.dbName ?? 'oncely';
@@ -109,40 +114,50 @@ export class IdbStore implements Store, ObservableStore {
       storeName: this.#storeName,
       factory: options.indexedDB,
       durability: options.durability ?? 'strict',
+      onLost: () => {
+        this.#restoreSoon(0);
+      },
     });
   }
 
   async claim(fresh: IntentRecord): Promise<ClaimResult> {
     const record = validRecord(fresh, fresh.scope, fresh.name);
-    return this.#slot<ClaimResult>(record.scope, record.name, (current, store, tx, id) => {
+    const claimed = await this.#slot<ClaimResult>(record.scope, record.name, (current, store, tx, id) => {
       if (current) return tx.result({ record: current, created: false });
       store.put(record, id);
       tx.result({ record: { ...record }, created: true });
     });
+    this.#saw(record.scope, record.name, claimed.record);
+    return claimed;
   }
 
   async get(scope: string, name: string): Promise<IntentRecord | undefined> {
     const value: unknown = await get(recordKey(scope, name), this.#db.use);
     const slot = readSlot(value, scope, name, this.#now());
-    if (slot.kind === 'empty') return undefined;
-    if (slot.kind === 'record') return slot.record;
+    if (slot.kind === 'empty') return this.#saw(scope, name, undefined);
+    if (slot.kind === 'record') return this.#saw(scope, name, slot.record);
     // Blocked or corrupt: settle it (quarantine, salvage or throw) in a write transaction.
     return this.update(scope, name, () => undefined);
   }
 
   async update(scope: string, name: string, updater: RecordUpdater): Promise<IntentRecord | undefined> {
-    return this.#slot<IntentRecord | undefined>(scope, name, (current, store, tx, id) => {
+    const updated = await this.#slot<IntentRecord | undefined>(scope, name, (current, store, tx, id) => {
       const next = updater(current && { ...current });
       if (next === undefined) return tx.result(current);
       const record = validRecord(next, scope, name);
       store.put(record, id);
       tx.result({ ...record });
     });
+    return this.#saw(scope, name, updated);
   }
 
   async delete(scope: string, name: string, key?: string, options: DeleteOptions = {}): Promise<void> {
     const id = recordKey(scope, name);
     const keep = options.keepPending;
+    // Deleted by a decision (reset): never put back.
+    const known = this.#known.get(intentId(scope, name));
+    if (known && (key === undefined || known.key === key) && (keep === undefined || !isPending(known, keep)))
+      this.#known.delete(intentId(scope, name));
     if (key === undefined && keep === undefined) return del(id, this.#db.use);
     return this.#run<void>('readwrite', (store, tx) => {
       const request = store.get(id);
@@ -180,6 +195,8 @@ export class IdbStore implements Store, ObservableStore {
   /** With `keepPending`, only the settled and unsent intents (one cursor walk), quarantine kept. */
   async clear(scope: string, options: DeleteOptions = {}): Promise<void> {
     const keep = options.keepPending;
+    for (const [id, record] of this.#known)
+      if (record.scope === scope && (keep === undefined || !isPending(record, keep))) this.#known.delete(id);
     return this.#run<void>('readwrite', (store, tx) => {
       if (keep === undefined) {
         store.delete(scopeRange(scope));
@@ -256,6 +273,52 @@ export class IdbStore implements Store, ObservableStore {
 
   async close(): Promise<void> {
     await this.#db.close();
+  }
+
+  /** Notes what the store holds for (scope, name) now; returns `record`. */
+  #saw<R extends IntentRecord | undefined>(scope: string, name: string, record: R): R {
+    if (record) this.#known.set(intentId(scope, name), { ...record });
+    else this.#known.delete(intentId(scope, name));
+    return record;
+  }
+
+  /** Restores now, and again a while later while the browser is still deleting (it closes new connections too). */
+  #restoreSoon(tries: number): void {
+    this.#restore().catch(() => {
+      if (tries < RESTORE_TRIES) setTimeout(() => this.#restoreSoon(tries + 1), 10 * 2 ** tries);
+    });
+  }
+
+  /**
+   * The browser deleted the database under this page (site data cleared) or lost it: puts
+   * back what this page knew of each intent, where the new database has nothing better —
+   * an empty slot, the same key not yet sent, or another key never sent (a sent key is a
+   * fact at the server; a deleted database is no decision to forget it). Reports `restored`.
+   */
+  async #restore(): Promise<void> {
+    const known = [...this.#known.values()];
+    if (known.length === 0) return;
+    const names = await this.#run<string[]>('readwrite', (store, tx) => {
+      const names: string[] = [];
+      tx.result(names);
+      for (const record of known) {
+        const id = recordKey(record.scope, record.name);
+        const request = store.get(id);
+        request.onsuccess = tx.guard(() => {
+          const parsed = parseRecord(request.result);
+          if (request.result !== undefined && !('record' in parsed)) return; // a quarantine marker: left alone
+          if (!restorable('record' in parsed ? parsed.record : undefined, record)) return;
+          store.put(record, id);
+          names.push(record.name);
+        });
+      }
+    });
+    if (names.length > 0)
+      this.#listeners.emit({
+        type: 'restored',
+        reason: 'the browser deleted the IndexedDB database (site data cleared)',
+        names,
+      });
   }
 
   #run<T>(mode: IDBTransactionMode, body: (store: IDBObjectStore, tx: TxControl<T>) => void): Promise<T> {
@@ -339,4 +402,17 @@ export class IdbStore implements Store, ObservableStore {
   #location(key: IDBValidKey): string {
     return `indexeddb:${this.#dbName}/${this.#storeName}/${JSON.stringify(key)}`;
   }
+}
+
+/** Restore tries after the database was deleted: 10, 20, … 640 ms apart (about 1.3 s in all). */
+const RESTORE_TRIES = 7;
+
+const SETTLED: readonly IntentState[] = ['succeeded', 'failed'];
+
+/** Whether `known` (this page's last sight) beats what the database holds after it was deleted. */
+function restorable(current: IntentRecord | undefined, known: IntentRecord): boolean {
+  if (!current) return true;
+  if (current.key !== known.key) return current.state === 'ready' && known.state !== 'ready';
+  if (current.state === 'ready') return known.state !== 'ready';
+  return current.state === 'in_flight' && SETTLED.includes(known.state);
 }

@@ -22,13 +22,14 @@ const KB = 1024;
 
 /**
  * The enforced budgets, in gzipped bytes: a guard against growth, set just above what the
- * bundles weigh today (checkout 32.6 KB / own 23.1 KB; everything 34.9 KB; about 0.8 KB of it
- * issue 26: the check of every store answer, the sent rule, the guarded network option). Issue 18 §4
+ * bundles weigh today (checkout 33.1 KB / own 23.6 KB; everything 35.4 KB; about 0.8 KB of it
+ * issue 26: the check of every store answer, the sent rule, the guarded network option; 0.5 KB
+ * issue 32: site data cleared, storage full, keepalive by bytes). Issue 18 §4
  * asks for TARGET, which they miss: oncely's own code is about 19.5 KB gzipped without
  * its messages, and ky (8.9 KB, one class that does not tree-shake) and p-retry (1.8 KB)
  * are kept by decision. The report prints both; docs/performance.md has the breakdown.
  */
-export const BUDGET = { checkout: { total: 33 * KB, own: 23.5 * KB }, everything: { total: 35.5 * KB } };
+export const BUDGET = { checkout: { total: 33.5 * KB, own: 24 * KB }, everything: { total: 36 * KB } };
 /** What issue 18 asks for. Reported, not enforced. */
 export const TARGET = { checkout: { total: 26 * KB, own: 13 * KB }, everything: { total: 30 * KB } };
 

@@ -99,10 +99,11 @@ export interface ClientOptions {
    */
   network?: Network | false;
   /**
-   * Sends requests whose body is at most 32 KB with `keepalive`, so that one already sent
-   * reaches the server even if the page closes (the next visit gets the replay). Browsers
-   * cap keepalive bodies in flight at 64 KB per page; an attempt that gets no answer is
-   * retried without it.
+   * Sends requests whose body is at most 32 KiB of UTF-8 with `keepalive`, so that one
+   * already sent reaches the server even if the page closes (the next visit gets the
+   * replay). Chromium refuses keepalive requests past 64 KiB of bodies in flight per page:
+   * oncely's together take at most 32 KiB, and one that does not fit goes without; an
+   * attempt that gets no answer is retried without it.
    * @default true from `oncely` in browsers (`oncely/browser`), false elsewhere
    */
   keepalive?: boolean;

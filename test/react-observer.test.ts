@@ -11,6 +11,7 @@ import {
   type MutationAction,
   type MutationState,
   type MutationStatus,
+  type RecordUpdater,
   reduceMutation,
 } from '../src/index.js';
 import { cart, makeClient, NAME, pay, setupHookContract } from './helpers/react.js';
@@ -46,6 +47,26 @@ describe('IdempotentMutationObserver from `oncely` (no framework)', () => {
     expect(ref.value).toMatchObject({ data: { ...cart, id: 'id_1' }, isError: false, isIdle: false });
     expect(contract.effects(ref.value.key!)).toBe(1);
     expect(contract.attempts(ref.value.key!)).toBe(1);
+    unsubscribe();
+  });
+
+  it('a success whose outcome write fails (a full disk): success with the data and the StoreError as warning (issue 32 §3)', async () => {
+    const store = new MemoryStore();
+    const observer = new IdempotentMutationObserver({ client: makeClient(store), intent: NAME, request: pay });
+    const { ref, unsubscribe } = bind(observer);
+    await until(() => ref.value.key !== undefined);
+    const update = store.update.bind(store);
+    store.update = (scope: string, name: string, updater: RecordUpdater) =>
+      update(scope, name, updater).then((stored) => {
+        if (stored?.state === 'succeeded') throw new DOMException('', 'QuotaExceededError');
+        return stored;
+      });
+    observer.mutate();
+    await until(() => ref.value.isSuccess);
+    expect(ref.value).toMatchObject({ data: { ...cart, id: 'id_1' }, isError: false });
+    expect(ref.value.warning).toMatchObject({ code: 'STORE_FAILED', sent: true });
+    expect(String(ref.value.warning)).toContain('QuotaExceededError');
+    expect(contract.effects(ref.value.key!)).toBe(1);
     unsubscribe();
   });
 

@@ -203,15 +203,19 @@ describe('issue 26, 7: every answer of a store is checked', () => {
       expect((await store.get('default', 'order:1'))?.key).toBe(intent.key);
     });
 
-    it(`update() resolving with ${what} for the outcome write: StoreError, sent: true; the record kept`, async () => {
+    it(`update() resolving with ${what} for the outcome write of a success: the answer, an unsaved StoreError, sent: true; the record kept`, async () => {
       const s = await server();
       const store = new Liar();
-      const intent = await client(store, s.url).intent('order:1');
+      const api = client(store, s.url);
+      const unsaved: unknown[] = [];
+      api.on('unsaved', (event) => unsaved.push(event.error));
+      const intent = await api.intent('order:1');
       store.updateLie = async (real, current) => {
         const stored = await real();
         return current?.state === 'in_flight' ? structuredClone(answer) : stored;
       };
-      const error = await storeErrorOf(intent.post('pay', { json: {} }), 'update');
+      await intent.post('pay', { json: {} });
+      const error = await storeErrorOf(Promise.reject(unsaved[0]), 'update');
       expect(error.sent).toBe(true);
       expect(s.requests).toHaveLength(1);
       expect(STATES).toContain(intent.state);

@@ -152,6 +152,8 @@ export function Checkout({ client, config }: { client: Client; config: PageConfi
           <dd data-testid="attempts">{pay.attempts}</dd>
           <dt>Charge</dt>
           <dd data-testid="charge">{pay.data ? `${pay.data.id} (${pay.data.amount} ${pay.data.currency})` : '–'}</dd>
+          <dt>Not stored</dt>
+          <dd data-testid="warning">{pay.warning ? String(pay.warning) : '–'}</dd>
           <dt>Stored state</dt>
           <dd data-testid="stored-state">{pay.record?.state ?? '…'}</dd>
         </dl>

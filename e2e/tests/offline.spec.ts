@@ -44,3 +44,28 @@ test('offline mid-call (the request left, no answer yet): back online, the retry
   expect(payments.filter((p) => p.outcome === 'created')).toHaveLength(1);
   expect(new Set(payments.map((p) => p.key))).toEqual(new Set([key]));
 });
+
+test('an online event while navigator.onLine is still false sends nothing (issue 32 §4)', async ({
+  page,
+  api,
+  openCheckout,
+}) => {
+  const key = await openCheckout(page);
+  await page.context().setOffline(true);
+  await page.getByTestId('pay').click();
+  await expect(page.getByTestId('paused')).toHaveText('yes');
+  // What Chromium does in a page it unloads: `online` fires while the browser is still offline.
+  const onLine = await page.evaluate(() => {
+    window.dispatchEvent(new Event('online'));
+    return navigator.onLine;
+  });
+  expect(onLine).toBe(false);
+  await page.waitForTimeout(300);
+  await expect(page.getByTestId('attempts')).toHaveText('0');
+  await expect(page.getByTestId('paused')).toHaveText('yes');
+
+  await page.context().setOffline(false);
+  await expectState(page, 'success');
+  await expect(page.getByTestId('attempts')).toHaveText('1');
+  expect((await api.payments()).map((p) => [p.outcome, p.key])).toEqual([['created', key]]);
+});

@@ -58,7 +58,14 @@ export function untilOnline(network: Network, ms: number, signal: AbortSignal | 
       if (network.online !== false) return done(true);
       if (signal?.aborted) return onAbort();
       signal?.addEventListener('abort', onAbort, { once: true });
-      off = network.onOnline(() => done(true));
+      // The property decides, not the event: Chromium fires `online` in a page it unloads while still offline.
+      off = network.onOnline(() => {
+        try {
+          if (network.online !== false) done(true);
+        } catch (error) {
+          done({ reason: error });
+        }
+      });
       unsubscribe(); // called back before onOnline returned: the unsubscribe came only now
     } catch (error) {
       done({ reason: error });

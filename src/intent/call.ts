@@ -5,6 +5,7 @@ import {
   IntentExpiredError,
   IntentGoneError,
   IntentMismatchError,
+  StoreError,
 } from '../errors.js';
 import { untilOnline } from '../http/network.js';
 import type { Profile } from '../profiles/profiles.js';
@@ -430,8 +431,15 @@ export async function sendCall<V, T>(
         const base = (sentWarm && toInFlightOver(c, sending)) || own;
         return base && toSettled(base, verdict.state, owner, delta, ctx.now(), status);
       };
-      await write(h, 'recording the outcome', settle, true, 'relaxed', afterLoop());
-      drop();
+      try {
+        await write(h, 'recording the outcome', settle, true, 'relaxed', afterLoop());
+        drop();
+      } catch (error) {
+        // The server said yes (a full disk, a quota): the caller gets its answer. The store keeps
+        // the intent in flight (and the note stays), so a resend under its key gets the replay.
+        if (verdict.result !== 'ok' || !(error instanceof StoreError)) throw error;
+        emit(h, { type: 'unsaved', error });
+      }
     } else {
       drop(); // nothing left: a note saying otherwise would mark a never-sent intent in flight
       await write(

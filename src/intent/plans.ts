@@ -7,6 +7,7 @@ import {
 } from '../errors.js';
 import type { ReadAnswer } from '../http/answer.js';
 import { type HttpSender, type HttpTarget, httpAttempt, withTimeout } from '../http/attempt.js';
+import { KEEPALIVE_BUDGET, reserveKeepalive, utf8Length } from '../http/keepalive.js';
 import { type StandardSchemaV1, validate } from '../http/schema.js';
 import { type CallPlan, type IntentHandle, keyedBy } from './call.js';
 import { fingerprint } from './fingerprint.js';
@@ -50,9 +51,6 @@ async function check(schema: StandardSchemaV1, answer: ReadAnswer, ms: number, c
   }
 }
 
-/** Largest body sent with `keepalive` (bytes). */
-const KEEPALIVE_BODY = 32 * 1024;
-
 const METHOD = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
 export function checkMethod(method: unknown, where: { intent: string; scope: string }): string {
@@ -81,8 +79,9 @@ export async function requestPlan<S extends StandardSchemaV1 | undefined>(
   const keyed = keyedBy(ctx.profile, upper, options.sendKey);
   if (keyed) headers.set(ctx.profile.header, ctx.profile.encodeKey(h.key));
   const http: HttpTarget = { method: upper, url: target.url, headers, body };
-  // Chromium refuses keepalive bodies past 64 KB in flight per page: only small ones, in UTF-16 units × 3 bytes at most.
-  if (ctx.keepalive && (body?.length ?? 0) * 3 <= KEEPALIVE_BODY) http.keepalive = true;
+  // Chromium refuses keepalive bodies past 64 KiB in flight per page: oncely's take at most half (src/http/keepalive.ts).
+  const keepaliveBytes = body === undefined ? 0 : utf8Length(body, KEEPALIVE_BUDGET);
+  let keepalive = ctx.keepalive && keepaliveBytes <= KEEPALIVE_BUDGET;
   const sender: HttpSender = ctx;
   return {
     fingerprint: fingerprint({ method: upper, path: target.path, body: body ?? null }),
@@ -91,9 +90,11 @@ export async function requestPlan<S extends StandardSchemaV1 | undefined>(
     url: target.url,
     keyed,
     attempt: async (_n, timeout, signal) => {
-      const report = await httpAttempt(sender, http, timeout, signal);
-      // No answer with keepalive may be the browser's quota: the next attempt goes without.
-      if (report.outcome === 'no_answer') http.keepalive = false;
+      const release = keepalive ? reserveKeepalive(keepaliveBytes) : undefined;
+      http.keepalive = release !== undefined;
+      const report = await httpAttempt(sender, http, timeout, signal).finally(release);
+      // No answer with keepalive may be the browser's quota (the page's own beacons): the next attempt goes without.
+      if (report.outcome === 'no_answer') keepalive = false;
       if (report.follow) http.url = report.follow;
       return report as Awaited<ReturnType<CallPlan<ReadAnswer, unknown>['attempt']>>;
     },

@@ -96,7 +96,8 @@ export async function storeCall<T>(
   } catch (error) {
     // Ours already (a corrupt record), unless it would say nothing left when something did.
     if (error instanceof OncelyError && (error.sent || !context.sent)) throw error;
-    const reason = String((error as Error)?.message ?? error).replace(/\.$/, '');
+    // A DOMException may have no message (Chromium's QuotaExceededError): its name says it.
+    const reason = String((error as Error)?.message || (error as Error)?.name || error).replace(/\.$/, '');
     // An in_flight write answered wrongly may have landed anyway, as one answered late.
     const then = error instanceof StoreAnswerError && !context.sent && LATE[what] === IN_FLIGHT ? IN_FLIGHT : sent;
     throw new StoreError(`The store failed (${what}): ${reason}.${then}`, {

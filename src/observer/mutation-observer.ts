@@ -94,6 +94,8 @@ export class IdempotentMutationObserver<T = unknown, V = void> {
   #held: { intent: Intent; release: () => void } | undefined;
   /** Subscribers are to be told in the next frame (`#dispatch(action, true)`). */
   #notifying = false;
+  /** The current call's outcome could not be stored (an `unsaved` event): its StoreError. */
+  #unsaved: unknown;
 
   constructor(options: IdempotentMutationOptions<T, V>) {
     this.#options = options;
@@ -234,6 +236,9 @@ export class IdempotentMutationObserver<T = unknown, V = void> {
       ),
       client.on('retry', (e) => mine(e) && this.#dispatch({ type: 'attempt', attempt: e.attempt, retry: true })),
       client.on('offline', (e) => mine(e) && this.#dispatch({ type: 'paused', paused: e.phase === 'paused' })),
+      client.on('unsaved', (e) => {
+        if (mine(e)) this.#unsaved = e.error;
+      }),
     ];
     void this.#load();
   }
@@ -318,6 +323,7 @@ export class IdempotentMutationObserver<T = unknown, V = void> {
   async #send(variables: V | undefined): Promise<T> {
     const controller = new AbortController();
     this.#controller = controller;
+    this.#unsaved = undefined;
     this.#dispatch({ type: 'pending' }, true);
     let intent: Intent | undefined;
     let data: T;
@@ -340,7 +346,8 @@ export class IdempotentMutationObserver<T = unknown, V = void> {
       );
       data = result.data;
       const { replayed, attempts = this.#state.attempts } = result;
-      this.#dispatch({ type: 'success', data, replayed, attempts, record: intent!.record });
+      const warning = this.#unsaved;
+      this.#dispatch({ type: 'success', data, replayed, attempts, record: intent!.record, warning });
     } catch (error) {
       const record = intent?.record;
       let status: MutationStatus = error instanceof OutcomeUnknownError ? 'unknown' : 'error';

@@ -60,6 +60,12 @@ export interface MutationState<T> {
   attempts: number;
   /** The stored record as last seen: state, attempts, timestamps, last HTTP status. No bodies. */
   record: IntentRecord | undefined;
+  /**
+   * With `success`: the server's answer could not be stored (a full disk, the storage
+   * quota): the `StoreError`. `data` is the server's answer; the intent stays `in_flight` in
+   * the store, so a reload sends it again under the same key and gets the replay.
+   */
+  warning: unknown;
 }
 
 /** Every state change of the observer, by name: the reducer's input. */
@@ -70,7 +76,14 @@ export type MutationAction<T> =
   | { type: 'attempt'; attempt: number; retry: boolean }
   /** The call waits for the network (`paused: true`), or goes on. */
   | { type: 'paused'; paused: boolean }
-  | { type: 'success'; data: T; replayed: boolean | undefined; attempts: number; record: IntentRecord }
+  | {
+      type: 'success';
+      data: T;
+      replayed: boolean | undefined;
+      attempts: number;
+      record: IntentRecord;
+      warning?: unknown;
+    }
   | { type: 'error'; error: unknown; status: MutationStatus; attempts: number; record: IntentRecord | undefined }
   /** `reset()`: clear what the UI shows, keep the key and the record. */
   | { type: 'reset' }
@@ -88,6 +101,7 @@ const IDLE: Fields<never> = {
   attempts: 0,
   record: undefined,
   isPaused: false,
+  warning: undefined,
 };
 
 export const STATUS_OF: Record<IntentState, MutationStatus> = {
@@ -137,8 +151,8 @@ function transition<T>(state: MutationState<T>, action: MutationAction<T>): Muta
       if (!busy(state.status) || state.isPaused === action.paused) return state;
       return { ...state, isPaused: action.paused };
     case 'success': {
-      const { data, replayed, attempts, record } = action;
-      return { ...IDLE, status: 'success', data, replayed, attempts, key: record.key, record };
+      const { data, replayed, attempts, record, warning } = action;
+      return { ...IDLE, status: 'success', data, replayed, attempts, key: record.key, record, warning };
     }
     case 'error': {
       const { error, status, attempts } = action;

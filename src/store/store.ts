@@ -142,7 +142,9 @@ export type StoreEvent =
       scope?: string;
       name?: string;
     }
-  | { type: 'fallback'; reason: string };
+  | { type: 'fallback'; reason: string }
+  /** The browser deleted the store's data (site data cleared): a live page put back the intents it knew. */
+  | { type: 'restored'; reason: string; names: string[] };
 
 /** Implemented by stores that report {@link StoreEvent}s. The client subscribes. */
 export interface ObservableStore {

@@ -152,13 +152,17 @@ const counting = (next: IntentRecord | undefined, current: IntentRecord | undefi
 
 describe('2. sent never lies; 7. no store call outlives the deadline', () => {
   for (const after of [false, true])
-    it(`an outcome write that fails ${after ? 'after' : 'before'} its effect: StoreError, sent, may have happened`, async () => {
+    it(`a success whose outcome write fails ${after ? 'after' : 'before'} its effect: the answer, and an unsaved StoreError that says sent`, async () => {
       const s = await server();
       const store = new FailingStore();
       store.failing = settling;
       store.after = after;
-      const intent = await client(s.url, { store }).intent('order:2');
-      const error = await intent.post('pay', { json: { order: 2 } }).catch((e: unknown) => e);
+      const api = client(s.url, { store });
+      const unsaved: unknown[] = [];
+      api.on('unsaved', (event) => unsaved.push(event.error));
+      const intent = await api.intent('order:2');
+      await expect(intent.post('pay', { json: { order: 2 } })).resolves.toMatchObject({ key: intent.key });
+      const [error] = unsaved;
       expect(error).toMatchObject({ code: 'STORE_FAILED', sent: true, intent: 'order:2' });
       expect((error as { key?: string }).key).toBe(intent.key);
       expect((error as Error).message).toMatch(/may have taken effect/);
@@ -177,14 +181,17 @@ describe('2. sent never lies; 7. no store call outlives the deadline', () => {
     expect(ms).toBeLessThan(FAST.deadline + 1_500);
   });
 
-  it('an outcome write that hangs ends the call within the settle grace, as a StoreError that says sent', async () => {
+  it('an outcome write that hangs ends the call within the settle grace (a success: the answer, and an unsaved StoreError that says sent)', async () => {
     const s = await server();
     const store = new FailingStore();
     store.failing = settling;
     store.hang = true;
     const api = client(s.url, { store, storeTimeout: 60_000 });
+    const unsaved: unknown[] = [];
+    api.on('unsaved', (event) => unsaved.push(event.error));
     const { error, ms } = await timed((await api.intent('order:4')).post('pay', { json: {} }));
-    expect(error).toMatchObject({ code: 'STORE_FAILED', sent: true });
+    expect(error).toBeUndefined();
+    expect(unsaved).toMatchObject([{ code: 'STORE_FAILED', sent: true }]);
     expect(ms).toBeLessThan(FAST.deadline + 1_500);
   });
 

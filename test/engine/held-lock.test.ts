@@ -117,11 +117,15 @@ describe('a kept lock: the request leaves with the in_flight write', () => {
     expect(stored.fingerprint).toMatch(/^v2\./);
   });
 
-  it('when every write fails after the request left, the StoreError says an attempt went out and the key stays', async () => {
+  it('when every write of a success fails after the request left: the answer, an unsaved StoreError that says an attempt went out; the key stays', async () => {
     const { server, store, tab } = await setup();
-    const intent = await heldIntent(tab());
+    const client = tab();
+    const unsaved: unknown[] = [];
+    client.on('unsaved', (event) => unsaved.push(event.error));
+    const intent = await heldIntent(client);
     store.failNext = 2;
-    const error = await intent.post('pay', { json: body }).catch((e: unknown) => e);
+    await expect(intent.post('pay', { json: body })).resolves.toMatchObject({ status: 201 });
+    const [error] = unsaved;
     expect(error).toBeInstanceOf(StoreError);
     expect((error as StoreError).message).toMatch(/An attempt had gone out/);
     expect(server.requests).toHaveLength(1);
@@ -178,7 +182,7 @@ describe('a kept lock: the request leaves with the in_flight write', () => {
     const { server, store, notes, tab } = await setup();
     const first = await heldIntent(tab());
     store.failNext = 2; // the in_flight write and the outcome's never land: as if the tab died
-    await expect(first.post('pay', { json: body })).rejects.toBeInstanceOf(StoreError);
+    await expect(first.post('pay', { json: body })).resolves.toMatchObject({ status: 201 }); // unsaved
     expect((await store.get(first.scope, first.name))?.state).toBe('ready');
     expect(notes.map.size).toBe(1);
 

@@ -91,22 +91,25 @@ describe('the network option, before anything is sent', () => {
   });
 
   it('an onOnline() that calls back at once and returns nothing: the call goes on and sends once', async () => {
+    // Back online (the property decides, issue 32 §4) by the time it calls back.
     const network = {
       online: false,
       onOnline: (listener: () => void) => {
+        network.online = true;
         listener();
       },
-    } as unknown as Network;
+    } as unknown as Network & { online: boolean };
     const { server, intent } = await setup(network);
     expect(await intent.post('pay', { json: {} })).toMatchObject({ status: 201 });
     expect(server.requests).toHaveLength(1);
   });
 
   it('an unsubscribe that throws, and a listener called twice: the call goes on and sends once', async () => {
-    const network: Network = {
+    const network: { online: boolean } & Network = {
       online: false,
       onOnline: (listener) => {
         setTimeout(() => {
+          network.online = true;
           listener();
           listener();
         }, 20);

@@ -29,7 +29,11 @@ class Switch implements Network {
   }
   set(online: boolean) {
     this.online = online;
-    if (online) for (const listener of [...this.#listeners]) listener();
+    if (online) this.fire();
+  }
+  /** An `online` event, whatever `navigator.onLine` says (Chromium fires one in a page it unloads). */
+  fire() {
+    for (const listener of [...this.#listeners]) listener();
   }
 }
 
@@ -56,6 +60,21 @@ async function setup(
 const tick = (ms = 30) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('offline', () => {
+  it('an online event while the platform still says offline sends nothing: the property decides, not the event (issue 32 §4)', async () => {
+    const { server, network, api, phases } = await setup();
+    const intent = await api.intent('pay');
+    network.set(false);
+    const call = intent.post('payments', { json: { amount: 1 } });
+    await tick();
+    network.fire(); // `online` arrives, navigator.onLine is still false
+    await tick(100);
+    expect(server.requests).toHaveLength(0);
+    expect(phases()).toEqual(['paused']);
+    network.set(true);
+    await expect(call).resolves.toMatchObject({ status: 201, attempts: 1 });
+    expect(server.requests).toHaveLength(1);
+  });
+
   it('offline before the click: nothing leaves until the network is back, then one request under the key', async () => {
     const { server, network, api, phases } = await setup();
     network.set(false);

@@ -73,14 +73,18 @@ function failing(inner: Store, fails: (next: IntentRecord | undefined) => boolea
 }
 
 describe('a store write that fails after an attempt went out', () => {
-  it('keeps the intent in flight with key and fingerprint; StoreError says it was sent; a resume gives one effect', async () => {
+  it('a success whose outcome write fails: the caller gets the answer, an unsaved event the StoreError; the intent stays in flight; a resume gives one effect', async () => {
     const { server, effects } = await payments();
     const store = new MemoryStore();
     const broken = failing(store, (next) => next?.state === 'succeeded');
-    const intent = await client(server, { store: broken }).intent('pay');
-    const error = await intent.post('payments', { json: { amount: 1 } }).catch((e: unknown) => e);
-    expect(error).toMatchObject({ code: 'STORE_FAILED', sent: true, cause: { code: 'ENOSPC' } });
-    expect((error as Error).message).toMatch(/stays in flight/);
+    const api = client(server, { store: broken });
+    const unsaved: unknown[] = [];
+    api.on('unsaved', (event) => unsaved.push(event.error));
+    const intent = await api.intent('pay');
+    const res = await intent.post('payments', { json: { amount: 1 } });
+    expect(res).toMatchObject({ key: intent.key, status: 201, replayed: false });
+    expect(unsaved).toMatchObject([{ code: 'STORE_FAILED', sent: true, cause: { code: 'ENOSPC' } }]);
+    expect((unsaved[0] as Error).message).toMatch(/stays in flight/);
     const stored = await store.get('default', 'pay');
     expect(stored).toMatchObject({ key: intent.key, state: 'in_flight' });
     expect(stored?.fingerprint).toMatch(/^v2\./);
