@@ -214,8 +214,8 @@ try {
   await section('server', async () => {
     const result: ServerResult = await measureServer({
       rounds: quick ? 3 : 5,
-      sequential: quick ? 100 : 200,
-      concurrent: quick ? 500 : 1000,
+      sequential: quick ? 100 : 150,
+      concurrent: quick ? 500 : 800,
     });
     results.server = result;
     const targets: (Target | undefined)[] = [

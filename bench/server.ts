@@ -1,14 +1,16 @@
 /**
  * Section `server`: what `oncely/server` costs on PostgreSQL (issue 27 §5), on a throwaway
  * cluster (PostgreSQL 15, unix socket, fsync and synchronous_commit on), in this process.
- * The same handler — one INSERT into a ledger — four ways:
- * - bare: BEGIN, the ledger INSERT, COMMIT;
- * - hand-written: seed 001's key table — INSERT … ON CONFLICT DO NOTHING RETURNING (with a
- *   SHA-256 of the body as its request hash), the ledger INSERT, UPDATE the key row to
- *   completed with the response body, COMMIT;
- * - oncely: the Fetch route of `createIdempotency` over `PostgresKeyStore` (`Request` in,
- *   `Response` out: key header, fingerprint, claim, the handler on `tx`, stored answer);
- * - oncely store: `PostgresKeyStore.execute()` alone around the ledger INSERT (no HTTP layer);
+ * The same handler — one INSERT into a ledger — four ways, each a Fetch handler (`Request`
+ * in, `Response` out, driven alike, so what a server does around a handler is common):
+ * - bare: read the JSON body; BEGIN, the ledger INSERT, COMMIT; answer;
+ * - hand-written: seed 001's key table — the key header, a SHA-256 of the body as the
+ *   request hash, INSERT … ON CONFLICT DO NOTHING RETURNING, the ledger INSERT, UPDATE the
+ *   key row to completed with the response body, COMMIT; answer;
+ * - oncely: the route of `createIdempotency` over `PostgresKeyStore` (key header parsed,
+ *   RFC 8785 fingerprint, claim, the handler on `tx`, answer stored, COMMIT, answer);
+ * - store: `PostgresKeyStore.execute()` under the hand-written handler's own header and hash
+ *   (what the route's HTTP layer adds is the gap between this and oncely);
  * and the replay: the route answering a committed key.
  *
  * c=1: request by request, the variants interleaved (order rotated), median latency per
@@ -37,7 +39,7 @@ const LABEL: Record<Variant, string> = {
   bare: 'bare handler',
   hand: 'hand-written key table (seed 001)',
   oncely: 'oncely/server (Fetch route, PostgresKeyStore)',
-  store: 'PostgresKeyStore.execute() alone',
+  store: 'PostgresKeyStore under a hand-written handler',
   replay: 'replay of a committed key (route)',
 };
 
@@ -111,8 +113,8 @@ async function run(realPool: pg.Pool, options: ServerOptions): Promise<ServerRes
   const route = createIdempotency<pg.PoolClient>({
     store,
     scope: (request) => request.headers.get('x-account') ?? '',
-  }).route('POST /payments', async ({ tx, key }) => {
-    await tx.query('INSERT INTO ledger (key, amount) VALUES ($1, $2)', [key, 100]);
+  }).route('POST /payments', async ({ tx, key, json }) => {
+    await tx.query('INSERT INTO ledger (key, amount) VALUES ($1, $2)', [key, (json as { amount: number }).amount]);
     return { status: 201, body: answer };
   });
   const request = (key: string) =>
@@ -124,34 +126,44 @@ async function run(realPool: pg.Pool, options: ServerOptions): Promise<ServerRes
   const replayKey = nextKey();
   if ((await route(request(replayKey))).status !== 201) throw new Error('the replayed key did not commit');
 
-  const variants: Record<Variant, () => Promise<unknown>> = {
-    bare: async () => {
+  // Every variant is a Fetch handler (`Request` in, `Response` out), driven alike: what a
+  // server does around it (building the Request, sending the Response) is the same for all.
+  const json = (bytes: Uint8Array, status: number, headers: HeadersInit = {}) =>
+    new Response(bytes.slice(), { status, headers: { 'content-type': 'application/json', ...headers } });
+  const handlers: Record<Variant, (request: Request) => Promise<Response>> = {
+    bare: async (request) => {
+      const { amount } = (await request.json()) as { amount: number };
       const conn = await pool.connect();
       try {
         await conn.query('BEGIN');
-        await conn.query('INSERT INTO ledger (key, amount) VALUES ($1, $2)', [nextKey(), 100]);
+        await conn.query('INSERT INTO ledger (key, amount) VALUES ($1, $2)', [nextKey(), amount]);
         await conn.query('COMMIT');
       } finally {
         conn.release();
       }
+      return json(answerBytes, 201);
     },
-    hand: async () => {
-      const key = nextKey();
-      const hash = createHash('sha256').update(text).digest('hex');
+    // Seed 001: claim (INSERT … ON CONFLICT DO NOTHING RETURNING), the work, UPDATE to completed.
+    hand: async (request) => {
+      const key = request.headers.get('idempotency-key') ?? '';
+      const account = request.headers.get('x-account') ?? '';
+      const body = await request.text();
+      const hash = createHash('sha256').update(`POST /payments\n${body}`).digest('hex');
+      const { amount } = JSON.parse(body) as { amount: number };
       const conn = await pool.connect();
       try {
         await conn.query('BEGIN');
         const claimed = await conn.query(
           `INSERT INTO hand_keys (merchant, key, request_hash, status) VALUES ($1, $2, $3, 'in_progress')
            ON CONFLICT (merchant, key) DO NOTHING RETURNING 1`,
-          ['acct_1', key, hash],
+          [account, key, hash],
         );
-        if (claimed.rowCount !== 1) throw new Error('conflict');
-        await conn.query('INSERT INTO ledger (key, amount) VALUES ($1, $2)', [key, 100]);
+        if (claimed.rowCount !== 1) throw new Error('conflict'); // every key here is new
+        await conn.query('INSERT INTO ledger (key, amount) VALUES ($1, $2)', [key, amount]);
         await conn.query(
           `UPDATE hand_keys SET status = 'completed', response_status = 201, response_body = $3
             WHERE merchant = $1 AND key = $2`,
-          ['acct_1', key, answerBytes],
+          [account, key, answerBytes],
         );
         await conn.query('COMMIT');
       } catch (error) {
@@ -160,29 +172,37 @@ async function run(realPool: pg.Pool, options: ServerOptions): Promise<ServerRes
       } finally {
         conn.release();
       }
+      return json(answerBytes, 201);
     },
-    oncely: async () => {
-      const response = await route(request(nextKey()));
-      await response.arrayBuffer();
-      if (response.status !== 201) throw new Error(`oncely answered ${response.status}`);
-    },
-    store: async () => {
-      const key = nextKey();
-      const execution = await store.execute(
-        { scope: 'acct_1', key, operation: 'POST /payments', fingerprint: 'f' },
-        async (tx) => {
-          await tx.query('INSERT INTO ledger (key, amount) VALUES ($1, $2)', [key, 100]);
-          return { status: 201, headers: [['content-type', 'application/json']], body: answerBytes };
-        },
-      );
+    oncely: route,
+    // PostgresKeyStore under a hand-written handler: what the route's own HTTP layer adds.
+    store: async (request) => {
+      const key = request.headers.get('idempotency-key') ?? '';
+      const body = await request.text();
+      const fingerprint = createHash('sha256').update(`POST /payments\n${body}`).digest('hex');
+      const { amount } = JSON.parse(body) as { amount: number };
+      const claim = { scope: request.headers.get('x-account') ?? '', key, operation: 'POST /payments', fingerprint };
+      const execution = await store.execute(claim, async (tx) => {
+        await tx.query('INSERT INTO ledger (key, amount) VALUES ($1, $2)', [key, amount]);
+        return { status: 201, headers: [['content-type', 'application/json']], body: answerBytes };
+      });
       if (execution.outcome !== 'ran') throw new Error(`the store answered ${execution.outcome}`);
+      return json(execution.answer.body, 201);
     },
-    replay: async () => {
-      const response = await route(request(replayKey));
-      await response.arrayBuffer();
-      if (response.headers.get('idempotent-replayed') !== 'true') throw new Error('not a replay');
-    },
+    replay: route,
   };
+  const variants = Object.fromEntries(
+    VARIANTS.map((name) => [
+      name,
+      async () => {
+        const response = await handlers[name](request(name === 'replay' ? replayKey : nextKey()));
+        await response.arrayBuffer();
+        const expected = name === 'replay' ? 'true' : null;
+        if (response.status !== 201 || response.headers.get('idempotent-replayed') !== expected)
+          throw new Error(`${name}: answered ${response.status}`);
+      },
+    ]),
+  ) as Record<Variant, () => Promise<void>>;
 
   // Round trips per request, and a warm-up of every path.
   const roundTrips = {} as Record<Variant, number>;
@@ -270,7 +290,7 @@ export function serverRows(r: ServerResult): [string, string, string][] {
     [
       `server c=1: ${LABEL.store} / hand-written`,
       fmtRatio(r.c1.storeVsHand),
-      `p50 ${fmtMs(lat.store)}; the rest of the route's cost is its HTTP layer`,
+      `p50 ${fmtMs(lat.store)} vs ${fmtMs(lat.hand)}; the gap to the route is the route's HTTP layer`,
     ],
     [
       `server c=64: ${LABEL.store} / hand-written`,
