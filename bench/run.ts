@@ -4,7 +4,7 @@
  * latency / size next to its target), as the median over several rounds with the range
  * of the rounds. Prints a table and writes bench/results.json.
  *
- *   npm run bench                       everything (~5 minutes on the 2-core VM)
+ *   npm run bench                       everything (~6 minutes on the 2-core VM)
  *   npm run bench -- --quick            fewer rounds and samples (~1.5 minutes)
  *   npm run bench -- --only=overhead,retry
  *
