@@ -4,14 +4,15 @@
  * latency / size next to its target), as the median over several rounds with the range
  * of the rounds. Prints a table and writes bench/results.json.
  *
- *   npm run bench                       everything (~5 minutes on the 2-core VM)
+ *   npm run bench                       everything (~6 minutes on the 2-core VM)
  *   npm run bench -- --quick            fewer rounds and samples (~1.5 minutes)
  *   npm run bench -- --only=overhead,retry
  *
  * Sections: overhead (HTTP per-request overhead), claims (durable claims vs raw disk),
  * growth (1k to 1M intents stored), browser (IndexedDB and click delay in Chromium),
  * retry (CPU per retried attempt), startup (import time vs ky), bundle (bench/bundle.ts: the
- * checkout's parts from scripts/bundle-budget.js, the React example built with and without oncely).
+ * checkout's parts from scripts/bundle-budget.js, the React example built with and without oncely),
+ * server (oncely/server on PostgreSQL vs the same handler bare and under a hand-written key table).
  */
 import { writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -23,10 +24,11 @@ import { type GrowthResult, growthRows, measureGrowth } from './growth.ts';
 import { measureOverhead, type OverheadMode, overheadRows } from './http-overhead.ts';
 import { notes } from './oncely.ts';
 import { measureRetryCpu, type RetryCpuResult, retryCpuRows } from './retry-cpu.ts';
+import { measureServer, type ServerResult, serverRows } from './server.ts';
 import { startServer } from './server-process.ts';
 import { measureStartup, type StartupResult, startupRows } from './startup.ts';
 
-const SECTIONS = ['overhead', 'claims', 'growth', 'browser', 'retry', 'startup', 'bundle'] as const;
+const SECTIONS = ['overhead', 'claims', 'growth', 'browser', 'retry', 'startup', 'bundle', 'server'] as const;
 type Section = (typeof SECTIONS)[number];
 
 const args = process.argv.slice(2);
@@ -206,6 +208,23 @@ try {
       measure: 'the checkout holds no run()/intentFetch(), other profile, mock, OTel, CLI or Node code',
       figure: budget.failures.some((f) => f.startsWith('the checkout')) ? 'no' : 'yes',
       detail: 'metafile inputs and marker strings, with a control bundle that imports each',
+    });
+  });
+
+  await section('server', async () => {
+    const result: ServerResult = await measureServer({
+      rounds: quick ? 3 : 5,
+      sequential: quick ? 100 : 150,
+      concurrent: quick ? 500 : 800,
+    });
+    results.server = result;
+    const targets: (Target | undefined)[] = [
+      le(result.c1.oncelyVsHand.median, 1.2),
+      le(result.c64.oncelyVsHand.median, 1.1),
+      le(result.c1.replayVsBare.median, 1),
+    ];
+    serverRows(result).forEach(([measure, figure, detail], i) => {
+      rows.push({ section: 'server', measure, figure, detail, target: targets[i] });
     });
   });
 } finally {
