@@ -8,7 +8,11 @@
 // Options: --file <path> (the SQLite file; default a new temp dir), --port <n> (default any
 // free port), --postgres <connection string> (the same app over PostgresKeyStore instead).
 // `X-Slow: <ms>` on a request holds its transaction that long (the check's --slow), to see
-// 409 answered to a concurrent repeat; `X-Account` is the key's scope.
+// 409 answered to a concurrent repeat; `X-Account` is the key's scope. --io <ms> (default 25)
+// is the I/O a real handler awaits while it holds the key (a fraud check, a call to another
+// service of yours): with none, SQLite's synchronous writes answer each request before the
+// next is read, nothing can overlap, and `oncely check` says the race was not measured.
+// (A provider's charge never goes inside the transaction: see docs/server.md.)
 import { mkdtempSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -21,8 +25,15 @@ import { idempotent } from 'oncely/server/express';
 import type pg from 'pg';
 
 const { values: args } = parseArgs({
-  options: { file: { type: 'string' }, port: { type: 'string' }, postgres: { type: 'string' } },
+  options: {
+    file: { type: 'string' },
+    port: { type: 'string' },
+    postgres: { type: 'string' },
+    io: { type: 'string', default: '25' },
+  },
 });
+
+const IO_MS = Math.max(0, Number(args.io) || 0);
 
 interface Payment {
   scope: string;
@@ -68,7 +79,7 @@ function paymentsApp<Tx>(store: KeyStore<Tx>, record: Record<Tx>): express.Expre
         };
       const { amount, currency } = json as { amount: number; currency: string };
       const id = await record(tx, { scope, key, amount, currency: currency.toUpperCase() });
-      const slow = Math.min(Number(request.headers.get('x-slow')) || 0, 5_000);
+      const slow = Math.min(Number(request.headers.get('x-slow')) || 0, 5_000) + IO_MS;
       if (slow > 0) await new Promise((resolve) => setTimeout(resolve, slow));
       return {
         status: 201,
