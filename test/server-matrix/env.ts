@@ -166,7 +166,10 @@ export function raw(url: string, text: string, timeoutMs = 5_000, chunked?: numb
       resolve({ key: undefined, sent: '', status, headers, body, early: !ended });
     };
     const timer = setTimeout(() => socket.destroy(), timeoutMs);
-    socket.on('data', (chunk) => chunks.push(chunk));
+    socket.on('data', (chunk) => {
+      chunks.push(chunk);
+      if (chunked !== undefined && complete(Buffer.concat(chunks))) socket.destroy();
+    });
     socket.on('close', finish);
     socket.on('error', () => undefined);
     socket.write(text);
@@ -183,6 +186,14 @@ export function raw(url: string, text: string, timeoutMs = 5_000, chunked?: numb
     };
     pump();
   });
+}
+
+/** Whether `bytes` hold a whole answer (its head and Content-Length bytes of body). */
+function complete(bytes: Buffer): boolean {
+  const split = bytes.indexOf('\r\n\r\n');
+  if (split < 0) return false;
+  const length = /\r\ncontent-length:\s*(\d+)/i.exec(bytes.subarray(0, split).toString('latin1'));
+  return length !== null && bytes.length - split - 4 >= Number(length[1]);
 }
 
 /** What the invariants read of the app's database. */
