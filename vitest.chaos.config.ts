@@ -4,7 +4,7 @@
  * property, default 100,000), `ONCELY_CHAOS_KILLS` (SIGKILLs in the crash loop, default
  * 1,000), `ONCELY_CHAOS_SEED` / `ONCELY_CHAOS_PATH` (replay a failure fast-check printed),
  * `ONCELY_CHAOS_KILL_SEED` (the crash loop's kill moments and faults; timing still varies).
- * `ONCELY_MATRIX_ONLY` reruns the fault-matrix cases whose id contains it.
+ * `ONCELY_MATRIX_ONLY` reruns the fault-matrix cases whose id contains it (both matrices).
  * `ONCELY_CHECK_RACE_RUNS` (default 50): full `oncely check` runs per racing server in
  * test/check-race.test.ts, every one of which must flag the race.
  * The crash loop needs `dist/`: run `npm run build` first.
@@ -18,6 +18,7 @@ export default defineConfig({
       'test/fuzz-*.test.ts',
       'test/security-*.test.ts',
       'test/matrix/**/*.test.ts',
+      'test/server-matrix/**/*.test.ts',
       'test/check-race.test.ts',
     ],
     environment: 'node',
@@ -28,6 +29,8 @@ export default defineConfig({
       ONCELY_CHAOS_KILLS: process.env.ONCELY_CHAOS_KILLS ?? '1000',
       // Every case of the fault matrix (test/matrix), not the sample of `npm test`.
       ONCELY_MATRIX: process.env.ONCELY_MATRIX ?? 'full',
+      // Every case of the server fault matrix (test/server-matrix), not the fast subset.
+      ONCELY_SERVER_MATRIX: process.env.ONCELY_SERVER_MATRIX ?? 'full',
       ONCELY_CHECK_RACE_RUNS: process.env.ONCELY_CHECK_RACE_RUNS ?? '50',
     },
   },

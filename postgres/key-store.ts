@@ -51,6 +51,14 @@ export interface PostgresKeyStoreOptions<C extends PooledConnection> {
    * @default true
    */
   autoMaintain?: boolean;
+  /**
+   * Longest a handler may hold the transaction (ms): past it the request fails with a
+   * `StoreError` and its connection is closed, so that the server rolls the transaction back
+   * (nothing happened, the key is free) and the handler's later statements throw. A
+   * statement still running on the server ends first: bound those with `statement_timeout`.
+   * @default 30_000
+   */
+  transactionTimeout?: number;
   /** Days of partitions created ahead. @default 7 */
   daysAhead?: number;
   /** Called with a background maintenance failure (it is retried an hour later). @default ignore */
@@ -95,6 +103,7 @@ export class PostgresKeyStore<C extends PooledConnection = PooledConnection> imp
   readonly #retention: string;
   readonly #autoMaintain: boolean;
   readonly #daysAhead: number;
+  readonly #transactionTimeout: number;
   readonly #onMaintenanceError: (error: unknown) => void;
   #maintainedAt = Number.NEGATIVE_INFINITY;
   #maintaining: Promise<unknown> | undefined;
@@ -110,6 +119,12 @@ export class PostgresKeyStore<C extends PooledConnection = PooledConnection> imp
     const daysAhead = options.daysAhead ?? 7;
     if (!Number.isInteger(daysAhead) || daysAhead < 1 || daysAhead > 366)
       throw new InvalidArgumentError(`PostgresKeyStore: daysAhead must be 1 to 366, got ${daysAhead}.`);
+    const transactionTimeout = options.transactionTimeout ?? 30_000;
+    if (!Number.isInteger(transactionTimeout) || transactionTimeout < 1)
+      throw new InvalidArgumentError(
+        `PostgresKeyStore: transactionTimeout must be whole ms ≥ 1, got ${transactionTimeout}.`,
+      );
+    this.#transactionTimeout = transactionTimeout;
     this.#pool = options.pool;
     this.#retention = `${retentionMs} milliseconds`;
     this.#autoMaintain = options.autoMaintain ?? true;
@@ -239,15 +254,33 @@ export class PostgresKeyStore<C extends PooledConnection = PooledConnection> imp
         return { outcome: hold === 'same' ? 'in_progress' : 'mismatch' };
       }
       let answer: StoredAnswer;
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const timedOut = new StoreError(
+        `PostgresKeyStore: the handler held its transaction for more than ${this.#transactionTimeout} ms; its connection was closed, so it is rolled back. Nothing was committed.`,
+        { scope: claim.scope },
+      );
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(timedOut), this.#transactionTimeout);
+      });
       try {
-        answer = await work(conn);
+        // Raced, not abandoned: a rejection of the handler after the timeout is still handled here.
+        answer = await Promise.race([work(conn), timeout]);
       } catch (error) {
+        if (error === timedOut) {
+          // No ROLLBACK: it would queue behind the handler's own statement. Closing the
+          // connection (released with an error) ends the transaction on the server.
+          broken = timedOut;
+          inTransaction = false;
+          throw timedOut;
+        }
         await conn.query({ text: 'ROLLBACK' }).catch((rollback: Error) => {
           broken = rollback;
         });
         inTransaction = false;
         workFailed = true;
         throw error;
+      } finally {
+        clearTimeout(timer);
       }
       const inserted = await conn.query({
         text: `INSERT INTO oncely_server_keys (scope, key, day, created_at, operation, fingerprint, status, headers, body)

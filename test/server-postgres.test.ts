@@ -83,8 +83,10 @@ describe('PostgresKeyStore: schema and partitions', () => {
     expect(errors).toEqual([]);
   });
 
-  it('refuses a retention under 24 h', () => {
+  it('refuses a retention under 24 h, and a transactionTimeout that is not whole ms ≥ 1', () => {
     expect(() => new PostgresKeyStore({ pool: db.admin, retentionMs: 3_600_000 })).toThrow(/24 h/);
+    for (const transactionTimeout of [0, -1, 1.5, Number.NaN])
+      expect(() => new PostgresKeyStore({ pool: db.admin, transactionTimeout })).toThrow(/transactionTimeout/);
   });
 });
 

@@ -17,6 +17,8 @@ export interface ExpressRequestLike extends AsyncIterable<Uint8Array | string> {
   /** Set by a body parser: a Buffer (`express.raw()`), a string (`express.text()`) or parsed JSON (`express.json()`). */
   body?: unknown;
   get(name: string): string | undefined;
+  /** Node's `Readable#resume`: discards the rest of a body the handler will not read. */
+  resume?(): unknown;
 }
 
 /** What the adapter writes on Express's `res`. */
@@ -32,21 +34,30 @@ export type ExpressHandler = (
   next: (error?: unknown) => void,
 ) => Promise<void>;
 
-/** The body as it came, or — after `express.json()` — its canonical JSON, which fingerprints the same. */
-async function bodyOf(req: ExpressRequestLike): Promise<Uint8Array | string | undefined> {
+/**
+ * The body as a parser left it — after `express.json()` its canonical JSON, which
+ * fingerprints the same — or else the request itself as a stream read on demand, so that
+ * the core stops at `maxBodyBytes` (a 413) instead of this reading a body of any size first.
+ */
+function bodyOf(req: ExpressRequestLike): Uint8Array | string | ReadableStream<Uint8Array> | undefined {
   const { body } = req;
   if (body instanceof Uint8Array || typeof body === 'string') return body;
   if (body !== undefined && body !== null && typeof body === 'object') return canonicalJson(body);
   if (req.method === 'GET' || req.method === 'HEAD') return undefined;
-  const chunks: Uint8Array[] = [];
-  for await (const chunk of req) chunks.push(typeof chunk === 'string' ? new TextEncoder().encode(chunk) : chunk);
-  const all = new Uint8Array(chunks.reduce((n, chunk) => n + chunk.byteLength, 0));
-  let at = 0;
-  for (const chunk of chunks) {
-    all.set(chunk, at);
-    at += chunk.byteLength;
-  }
-  return all;
+  const chunks = req[Symbol.asyncIterator]();
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        const { done, value } = await chunks.next();
+        if (done) controller.close();
+        else controller.enqueue(typeof value === 'string' ? new TextEncoder().encode(value) : value);
+      },
+      // Past the limit (a 413): left unread here; ending the iterator would destroy the
+      // socket before the 413 leaves. The handler below discards the rest once it answered.
+      cancel() {},
+    },
+    { highWaterMark: 0 },
+  );
 }
 
 /** The Fetch `Request` for an Express request. */
@@ -57,8 +68,9 @@ export async function toFetchRequest(req: ExpressRequestLike): Promise<Request> 
     for (const one of Array.isArray(value) ? value : [value]) headers.append(name, one);
   }
   const url = `${req.protocol}://${req.get('host') ?? 'localhost'}${req.originalUrl}`;
-  const body = await bodyOf(req);
-  return new Request(url, { method: req.method, headers, body: body as BodyInit | undefined });
+  const body = bodyOf(req);
+  // `duplex: 'half'` lets a stream be a request body (Node's fetch requires it).
+  return new Request(url, { method: req.method, headers, body, duplex: 'half' } as RequestInit);
 }
 
 /**
@@ -84,6 +96,9 @@ export function idempotent<Tx>(idempotency: Idempotency<Tx>, handler: Idempotent
       const cookies = response.headers.getSetCookie();
       if (cookies.length) res.setHeader('set-cookie', cookies.length === 1 ? cookies[0]! : cookies);
       res.end(new Uint8Array(await response.arrayBuffer()));
+      // A body not read to its end (a 413) is discarded as it comes, as Node does for a body
+      // nobody read: left unread, the kernel would reset the connection under the answer.
+      req.resume?.();
     } catch (error) {
       next(error);
     }

@@ -93,13 +93,19 @@ async function toStored(answer: Answer, storeHeader: (name: string) => boolean):
     if (answer === null || typeof answer !== 'object')
       throw new InvalidArgumentError('An idempotent handler must answer { status, headers, body } or a Response.');
     status = answer.status ?? 200;
-    headers = new Headers(answer.headers);
+    headers = new Headers(stringHeaders(answer.headers));
     let text = '';
     if (typeof answer.body === 'string') {
       text = answer.body;
       if (!headers.has('content-type')) headers.set('content-type', 'text/plain;charset=UTF-8');
     } else if (answer.body !== undefined) {
-      text = JSON.stringify(answer.body);
+      const json: string | undefined = JSON.stringify(answer.body);
+      // A function or a symbol has no JSON: storing "" as its answer would replay nothing forever.
+      if (json === undefined)
+        throw new InvalidArgumentError(
+          `An idempotent handler answered a ${typeof answer.body} body; it must be a string or JSON.`,
+        );
+      text = json;
       if (!headers.has('content-type')) headers.set('content-type', 'application/json');
     }
     body = new TextEncoder().encode(text);
@@ -108,6 +114,15 @@ async function toStored(answer: Answer, storeHeader: (name: string) => boolean):
     throw new InvalidArgumentError(`An idempotent handler answered status ${status}; it must be 200 to 599.`);
   const stored = [...headers].filter(([name]) => storeHeader(name));
   return [{ status, headers: stored, body }, headers];
+}
+
+/** The handler's headers, refused unless every value is a string (`new Headers` would store `[object Object]`). */
+function stringHeaders(init: HeadersInit | undefined): HeadersInit | undefined {
+  if (init === undefined || init instanceof Headers) return init;
+  const values = Array.isArray(init) ? init.map((pair) => pair?.[1]) : Object.values(init as object);
+  if (values.some((value) => typeof value !== 'string'))
+    throw new InvalidArgumentError('An idempotent handler answered a header whose value is not a string.');
+  return init;
 }
 
 const NULL_BODY = new Set([204, 205, 304]);
