@@ -258,45 +258,28 @@ export function judgeRace(
         ],
       ),
     };
+  const unmeasured = (why: string, remedy: string) => ({
+    power,
+    finding: finding('race', 'unmeasured', 'unmeasured', `Not measured: ${why}`, [...lines, powerLine], remedy),
+  });
   if (!context.reliable)
-    return {
-      power,
-      finding: finding(
-        'race',
-        'unmeasured',
-        'unmeasured',
-        'Not measured: answers carry no id, no Location and equal bodies, so a second resource cannot be seen.',
-        [...lines, powerLine],
-        'Answer with the id of what was created (a field `id`, or a Location header), then run again.',
-      ),
-    };
+    return unmeasured(
+      'answers carry no id, no Location and equal bodies, so a second resource cannot be seen.',
+      'Answer with the id of what was created (a field `id`, or a Location header), then run again.',
+    );
   const refused = rounds.findIndex((round) => round.created.size === 0);
   if (refused >= 0)
-    return {
-      power,
-      finding: finding(
-        'race',
-        'unmeasured',
-        'unmeasured',
-        `Not measured: in round ${refused + 1}, none of ${size} first requests with a fresh key succeeded.`,
-        [...lines, powerLine],
-        context.templated
-          ? 'Make the body valid for any fresh key (each key gets its own body from the template), then run again.'
-          : TEMPLATE_HINT,
-      ),
-    };
+    return unmeasured(
+      `in round ${refused + 1}, none of ${size} first requests with a fresh key succeeded.`,
+      context.templated
+        ? 'Make the body valid for any fresh key (each key gets its own body from the template), then run again.'
+        : TEMPLATE_HINT,
+    );
   if (overlapped < context.wanted)
-    return {
-      power,
-      finding: finding(
-        'race',
-        'unmeasured',
-        'unmeasured',
-        `Not measured: in ${rounds.length} rounds of ${size} simultaneous first requests, the requests overlapped at the server in ${overlapped} (${context.wanted} wanted); the others got the stored answer, which may come after the first finished.`,
-        [...lines, powerLine],
-        `${context.slowed ? 'Slow the effect more (a larger --slow value)' : "Pass --slow 'Name: ms' with a header that makes the server's effect slow (a test hook)"}, or raise --max-rounds, so that requests with one key are at the server together.`,
-      ),
-    };
+    return unmeasured(
+      `in ${rounds.length} rounds of ${size} simultaneous first requests, the requests overlapped at the server in ${overlapped} (${context.wanted} wanted); the others got the stored answer, which may come after the first finished.`,
+      `${context.slowed ? 'Slow the effect more (a larger --slow value)' : "Pass --slow 'Name: ms' with a header that makes the server's effect slow (a test hook)"}, or raise --max-rounds, so that requests with one key are at the server together.`,
+    );
   return {
     power,
     finding: finding(
