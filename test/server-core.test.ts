@@ -5,12 +5,14 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createClient } from '../src/client.js';
+import { StoreError } from '../src/errors.js';
 import { canonicalJson } from '../src/intent/canonical-json.js';
 import { fingerprint } from '../src/intent/fingerprint.js';
 import { stripe } from '../src/profiles/stripe.js';
 import { ietfBare } from '../src/profiles/variants.js';
 import {
   createIdempotency,
+  type Execution,
   type IdempotencyOptions,
   type KeyStore,
   MemoryKeyStore,
@@ -401,5 +403,55 @@ describe('onRequest: what each request did, per operation', () => {
     ]);
     expect(events.every((event) => event.operation === 'POST /payments')).toBe(true);
     expect(events[0]!.scope).toBe('acct');
+  });
+});
+
+describe('a key store that lies (the store is a boundary too)', () => {
+  /** A memory store that runs the work, then answers `lie(what it did)`. */
+  function lying(lie: (real: Execution) => unknown): KeyStore<MemoryTransaction> {
+    const real = new MemoryKeyStore();
+    return { execute: async (claim, work) => lie(await real.execute(claim, work)) as Execution };
+  }
+  const answer = {
+    status: 201,
+    headers: [['content-type', 'application/json']] as [string, string][],
+    body: new Uint8Array([123, 125]),
+  };
+  it.each([
+    ['answers ran without running the handler', () => ({ outcome: 'ran', answer })],
+    ['answers nothing', () => undefined],
+    ['answers an unknown outcome', () => ({ outcome: 'done', answer })],
+    ['answers a replay without an answer', () => ({ outcome: 'replayed' })],
+    ['answers a replay with a status of 0', () => ({ outcome: 'replayed', answer: { ...answer, status: 0 } })],
+    [
+      'answers a replay whose headers are not strings',
+      () => ({ outcome: 'replayed', answer: { ...answer, headers: [['a', 1]] } }),
+    ],
+    ['answers a replay whose body is a string', () => ({ outcome: 'replayed', answer: { ...answer, body: '{}' } })],
+  ])('execute() %s: a StoreError, never a success', async (_name, lie) => {
+    let handlerRan = false;
+    const store: KeyStore<MemoryTransaction> = { execute: async () => lie() as Execution };
+    const idempotency = createIdempotency({ store });
+    const route = idempotency.route('POST /payments', async () => {
+      handlerRan = true;
+      return { status: 201, body: {} };
+    });
+    const error = await route(post('/payments', '"k1"', { amount: 1 })).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StoreError);
+    expect(handlerRan).toBe(false);
+  });
+  it("a store whose execute() really ran the handler and answers 'ran' passes through", async () => {
+    const idempotency = createIdempotency({ store: lying((real) => real) });
+    const route = idempotency.route('POST /payments', async () => ({ status: 201, body: { ok: true } }));
+    expect((await route(post('/payments', '"k1"', { amount: 1 }))).status).toBe(201);
+  });
+  it('a store that throws after the handler ran: the StoreError reaches the caller, no success', async () => {
+    const idempotency = createIdempotency({
+      store: lying(() => {
+        throw new StoreError('commit lost');
+      }),
+    });
+    const route = idempotency.route('POST /payments', async () => ({ status: 201, body: {} }));
+    await expect(route(post('/payments', '"k1"', { amount: 1 }))).rejects.toBeInstanceOf(StoreError);
   });
 });

@@ -5,14 +5,14 @@
  * the first runs) → in progress (409 + Retry-After) → complete (replay, marked) → claim the
  * key, run the handler in the key's transaction, store its answer, commit, answer.
  */
-import { InvalidArgumentError } from '../errors.js';
+import { InvalidArgumentError, StoreError } from '../errors.js';
 import { receivedFingerprint } from '../intent/fingerprint.js';
 import { readKeyHeader } from '../mock/key-header.js';
 import { PROBLEM_TYPES, type Problem, problemResponse } from '../mock/problem.js';
 import { compilePath, type RouteResult } from '../mock/routes.js';
 import { checkClaim } from './once.js';
 import { type IdempotencyOptions, type ResolvedOptions, resolveOptions } from './options.js';
-import type { StoredAnswer } from './store.js';
+import type { Execution, StoredAnswer } from './store.js';
 
 /** What a handler answers: `{ status, headers, body }` (a string body is text, anything else JSON) or a `Response`. */
 export type Answer = RouteResult | Response;
@@ -246,13 +246,16 @@ export function createIdempotency<Tx>(options: IdempotencyOptions<Tx>): Idempote
       json = undefined;
     }
     let firstHeaders: Headers | undefined;
-    const execution = await config.store.execute(claim, async (tx) => {
-      const params = routed.params ?? {};
-      const context = { tx, request, json, text, key: reading.key, scope, params, operation: routed.operation };
-      const [stored, headers] = await toStored(await handler(context), config.storeHeader);
-      firstHeaders = headers;
-      return stored;
-    });
+    const execution = checkedExecution(
+      await config.store.execute(claim, async (tx) => {
+        const params = routed.params ?? {};
+        const context = { tx, request, json, text, key: reading.key, scope, params, operation: routed.operation };
+        const [stored, headers] = await toStored(await handler(context), config.storeHeader);
+        firstHeaders = headers;
+        return stored;
+      }),
+      firstHeaders !== undefined,
+    );
     seen.outcome = execution.outcome;
     switch (execution.outcome) {
       case 'ran':
@@ -308,4 +311,32 @@ export function createIdempotency<Tx>(options: IdempotencyOptions<Tx>): Idempote
       };
     },
   };
+}
+
+const OUTCOMES = new Set(['ran', 'replayed', 'in_progress', 'mismatch']);
+
+/**
+ * A key store's answer, checked before anything is sent: `ran` only when the handler ran to
+ * its answer here, and a stored answer that can be sent as it is. A store that lies (a custom
+ * one, a broken one) gets a `StoreError`, never a success for work that did not run.
+ */
+function checkedExecution(execution: Execution, ranHere: boolean): Execution {
+  const lie = (what: string) =>
+    new StoreError(`The key store's execute() ${what}: nothing is answered from it. Fix the store.`);
+  if (!execution || typeof execution !== 'object' || !OUTCOMES.has(execution.outcome))
+    throw lie(`answered ${JSON.stringify(execution)?.slice(0, 80)}, not an Execution`);
+  if (execution.outcome === 'ran' && !ranHere) throw lie("answered 'ran' though the handler did not run to its answer");
+  if (execution.outcome === 'ran' || execution.outcome === 'replayed') {
+    const { answer } = execution;
+    const valid =
+      answer &&
+      Number.isInteger(answer.status) &&
+      answer.status >= 200 &&
+      answer.status <= 599 &&
+      Array.isArray(answer.headers) &&
+      answer.headers.every((h) => Array.isArray(h) && typeof h[0] === 'string' && typeof h[1] === 'string') &&
+      answer.body instanceof Uint8Array;
+    if (!valid) throw lie(`answered '${execution.outcome}' with an answer that is not a stored answer`);
+  }
+  return execution;
 }
