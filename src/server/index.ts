@@ -20,3 +20,4 @@ export { MemoryKeyStore, type MemoryKeyStoreOptions, type MemoryTransaction } fr
 export { type OnceOptions, type OnceResult, type OnceSpec, once } from './once.js';
 export type { IdempotencyOptions } from './options.js';
 export type { Execution, KeyClaim, KeyStore, StoredAnswer } from './store.js';
+export { Unsettled } from './unsettled.js';
