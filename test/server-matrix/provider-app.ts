@@ -5,7 +5,8 @@
  * downstream intent, phase 2 charges the provider (`POST /charges` under the oncely client,
  * over `PostgresStore`), phase 3 marks the order paid and stores the answer. Prints
  * `URL http://127.0.0.1:<port>` when it listens, `phase1 <key>` once phase 1 committed
- * (then, with `x-behave: pause`, waits 30 s: the test's moment to SIGKILL it) and
+ * (then, with `x-behave: pause` and phase 1 run by this request, waits 30 s: the test's
+ * moment to SIGKILL it) and
  * `calling <key>` just before the provider call.
  */
 import { createServer } from 'node:http';
@@ -56,6 +57,8 @@ const client = createClient({
 const idempotency = createIdempotency({ store: keys, scope: (request) => request.headers.get('x-account') ?? '' });
 
 type State = { order: number; amount: number };
+/** Keys whose phase 1 ran in this request: `x-behave: pause` pauses only those (a resumed request goes on). */
+const fresh = new Set<string>();
 const payments = providerCall<State, { id: string }, pg.PoolClient>({
   client,
   pool: phasePool,
@@ -65,11 +68,12 @@ const payments = providerCall<State, { id: string }, pg.PoolClient>({
       "INSERT INTO orders (scope, key, amount, state) VALUES ($1, $2, $3, 'pending') RETURNING id",
       [scope, key, amount],
     );
+    fresh.add(key);
     return { order: Number(rows[0].id), amount };
   },
   async call(intent, state, { key, request }) {
     say(`phase1 ${key}`);
-    if (request.headers.get('x-behave') === 'pause') await sleep(30_000);
+    if (fresh.delete(key) && request.headers.get('x-behave') === 'pause') await sleep(30_000);
     say(`calling ${key}`);
     const res = await intent.post('charges', { json: { amount: state.amount, order: state.order } });
     return res.data as { id: string };
