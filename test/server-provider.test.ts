@@ -112,7 +112,14 @@ describe('providerCall: three phases, once per key', () => {
     const { route } = app();
     provider.inject({ fault: 'delay', ms: 800, match: { path: '/charges' } });
     const first = route(order('k-double'));
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Once the provider has the call (phase 2), the first request holds the key.
+    for (
+      let i = 0;
+      i < 200 &&
+      !provider.requests.some((r) => r.key === downstreamIntent('shop', 'acct', 'POST /orders', 'k-double').key);
+      i++
+    )
+      await new Promise((resolve) => setTimeout(resolve, 10));
     const second = await route(order('k-double'));
     expect(second.status).toBe(409);
     expect(second.headers.get('retry-after')).toBe('1');
