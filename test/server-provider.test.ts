@@ -23,9 +23,10 @@ let provider: ContractServer;
 let keyPool: pg.Pool;
 let phasePool: pg.Pool;
 /** What the next provider call does around the real one (a "crash" is a throw: the process goes on). */
-let behave: 'ok' | 'crash-before' | 'crash-after' = 'ok';
+let behave: 'ok' | 'crash-before' | 'crash-after' | 'begin-throws' | 'finish-throws' | 'terminate' = 'ok';
 
-function app(clientOptions: { keyTtl?: number; maxAttempts?: number } = {}) {
+function app(clientOptions: { keyTtl?: number; maxAttempts?: number; pool?: pg.Pool } = {}) {
+  const pool = clientOptions.pool ?? phasePool;
   const client = createClient({
     baseUrl: 'https://provider.test',
     scope: 'shop',
@@ -40,13 +41,15 @@ function app(clientOptions: { keyTtl?: number; maxAttempts?: number } = {}) {
   type State = { order: number; amount: number };
   const handler = providerCall<State, { id: string }, pg.PoolClient>({
     client,
-    pool: phasePool,
+    pool,
+    connectTimeout: 300,
     async begin(tx, { scope, key, json }) {
       const { amount } = json as { amount: number };
       const { rows } = await tx.query(
         "INSERT INTO orders (scope, key, amount, state) VALUES ($1, $2, $3, 'pending') RETURNING id",
         [scope, key, amount],
       );
+      if (behave === 'begin-throws') throw new Error('begin failed after its write');
       return { order: Number(rows[0].id), amount };
     },
     async call(intent, state) {
@@ -56,6 +59,12 @@ function app(clientOptions: { keyTtl?: number; maxAttempts?: number } = {}) {
       return res.data as { id: string };
     },
     async finish(tx, state, outcome) {
+      if (behave === 'finish-throws') throw new Error('finish failed');
+      if (behave === 'terminate') {
+        // The key's transaction's connection dies (a failover, pg_terminate_backend) after the charge.
+        const { rows } = await tx.query('SELECT pg_backend_pid() AS pid');
+        await db.admin.query('SELECT pg_terminate_backend($1)', [rows[0].pid]);
+      }
       const charge = outcome.via === 'provider' ? outcome.result.id : `reconciled:${outcome.outcome}`;
       await tx.query("UPDATE orders SET state = 'paid', charge = $2 WHERE id = $1", [state.order, charge]);
       return { status: 201, body: { order: state.order, charge } };
@@ -190,6 +199,46 @@ describe('providerCall: three phases, once per key', () => {
     expect([chargesFor('k-review'), (await ordersFor('k-review')).length, await callRows('k-review')]).toEqual([
       1, 1, 0,
     ]);
+  });
+
+  it('begin throwing after its write leaves nothing: no order, no intent, no phase row; the retry runs', async () => {
+    const { client, route } = app();
+    behave = 'begin-throws';
+    await expect(route(order('k-begin'))).rejects.toThrow('begin failed');
+    behave = 'ok';
+    const { name } = downstreamIntent('shop', 'acct', 'POST /orders', 'k-begin');
+    expect([(await ordersFor('k-begin')).length, await callRows('k-begin'), chargesFor('k-begin')]).toEqual([0, 0, 0]);
+    expect(await client.store.get('shop', name)).toBeUndefined();
+    expect((await route(order('k-begin'))).status).toBe(201);
+    expect([(await ordersFor('k-begin')).length, chargesFor('k-begin')]).toEqual([1, 1]);
+  });
+
+  it("finish throwing, and the key's connection terminated in phase 3: nothing stored; the retry resumes, the provider replays", async () => {
+    const { route } = app();
+    for (const fault of ['finish-throws', 'terminate'] as const) {
+      const key = `k-${fault}`;
+      behave = fault;
+      await expect(route(order(key))).rejects.toThrow();
+      behave = 'ok';
+      expect([(await ordersFor(key))[0].state, await callRows(key), chargesFor(key)]).toEqual(['pending', 1, 1]);
+      expect((await route(order(key))).status).toBe(201);
+      expect([(await ordersFor(key))[0].state, await callRows(key), chargesFor(key)]).toEqual(['paid', 0, 1]);
+    }
+  });
+
+  it('the phase pool exhausted: a 409 after connectTimeout, nothing written; the connection that comes later is given back', async () => {
+    const tiny = db.pool({ max: 1 });
+    const { route } = app({ pool: tiny });
+    const held = await tiny.connect();
+    const started = performance.now();
+    const busy = await route(order('k-pool'));
+    expect([busy.status, busy.headers.get('retry-after')]).toEqual([409, '1']);
+    expect(performance.now() - started).toBeLessThan(3_000);
+    held.release();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(tiny.idleCount).toBe(1);
+    expect((await ordersFor('k-pool')).length).toBe(0);
+    expect((await route(order('k-pool'))).status).toBe(201);
   });
 
   it('the invariant: provider charges vs distinct keys — no drift; a duplicate and a stray charge are reported', async () => {
