@@ -102,10 +102,15 @@ const CASES: ProviderCase[] = [
       answers.push(await first);
       const next = await start(Number(new URL(app.url).port));
       // At once: the dead call's intent lease (1 s) is live: 409, never a second send.
+      const restarted = performance.now();
       const early = await post(next.url, key);
       answers.push(early);
       expect([409, 201]).toContain(early.status);
       await settle(() => next.url, key, answers);
+      const ms = Math.round(performance.now() - restarted);
+      console.log(
+        `resumed after SIGKILL in phase 2: first answer ${early.status}, the stored answer ${ms} ms after the restart`,
+      );
       return answers;
     },
   },
