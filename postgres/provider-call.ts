@@ -169,6 +169,11 @@ export function providerCall<S, R, C extends PooledConnection>(
       if (intent.state !== 'succeeded' && intent.state !== 'failed') throw review();
       outcome = { via: 'reconciliation', outcome: intent.state };
     } else {
+      // A live call elsewhere (a process whose key transaction died, or one past its
+      // deadline) holds the intent: 409 until its lease lapses, rather than waiting for it here.
+      const lease = intent.record.lease;
+      const left = lease ? lease.until - Date.now() : 0;
+      if (left > 0) throw new Unsettled('in_progress', Math.ceil(left / 1000));
       try {
         outcome = { via: 'provider', result: await options.call(intent, state, request) };
       } catch (error) {

@@ -167,6 +167,30 @@ describe('providerCall: three phases, once per key', () => {
     expect([chargesFor('k-crash2'), (await ordersFor('k-crash2')).length]).toEqual([1, 1]);
   });
 
+  it('a live call elsewhere holds the downstream intent: 409 + Retry-After at once, never a second send; then the replay', async () => {
+    const { route } = app();
+    behave = 'crash-before';
+    await expect(route(order('k-lease'))).rejects.toThrow('crashed after phase 1');
+    behave = 'ok';
+    // Another process's call of the same intent (its own store instance), slow at the provider.
+    const other = app().client;
+    const { name, key } = downstreamIntent('shop', 'acct', 'POST /orders', 'k-lease');
+    provider.inject({ fault: 'delay', ms: 1_500, match: { path: '/charges' } });
+    const [pending] = await rows('SELECT id FROM orders WHERE key = $1', ['k-lease']);
+    const elsewhere = (await other.intent(name, { key })).post('charges', {
+      json: { amount: 500, order: Number(pending.id) },
+    });
+    for (let i = 0; i < 200 && !provider.requests.some((r) => r.key === key); i++)
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    const started = performance.now();
+    const busy = await route(order('k-lease'));
+    expect([busy.status, busy.headers.get('retry-after')]).toEqual([409, '1']);
+    expect(performance.now() - started).toBeLessThan(1_000);
+    await elsewhere;
+    expect((await route(order('k-lease'))).status).toBe(201);
+    expect([chargesFor('k-lease'), (await ordersFor('k-lease'))[0].state]).toEqual([1, 'paid']);
+  });
+
   it("the provider's answer dropped: the client's retry under the same key gets the replay", async () => {
     const { route } = app();
     provider.inject({ fault: 'drop-after-commit', match: { path: '/charges' } });
