@@ -23,5 +23,19 @@ export {
   takePending,
 } from './pending.js';
 export { PostgresStore, type PostgresStoreOptions } from './postgres-store.js';
+export {
+  type CallContext,
+  type CallInReview,
+  callsInReview,
+  downstreamIntent,
+  type ProviderCallOptions,
+  type ProviderOutcome,
+  providerCall,
+} from './provider-call.js';
+export {
+  checkProviderInvariant,
+  type ProviderInvariantOptions,
+  type ProviderInvariantReport,
+} from './provider-invariant.js';
 export { type SettleOptions, settleIntent } from './reconcile.js';
 export { type DrainReport, drainOnce, startWorker, type Worker, type WorkerOptions } from './worker.js';

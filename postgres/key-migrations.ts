@@ -30,6 +30,27 @@ CREATE TABLE oncely_server_keys (
 ) PARTITION BY RANGE (day);
 `,
   },
+  {
+    version: 2,
+    name: 'provider calls between their phases',
+    sql: `
+-- A key whose handler calls a provider (providerCall): written in phase 1 with the app's rows
+-- and the downstream intent, deleted in phase 3 with the key's answer. Only unfinished calls.
+CREATE TABLE oncely_server_calls (
+  scope        text        NOT NULL,
+  key          text        NOT NULL,
+  operation    text        NOT NULL,
+  fingerprint  text        NOT NULL,
+  intent       text        NOT NULL,
+  intent_key   text        NOT NULL,
+  state        jsonb,
+  review       boolean     NOT NULL DEFAULT false,
+  created_at   timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (scope, key)
+);
+CREATE INDEX oncely_server_calls_review ON oncely_server_calls (created_at) WHERE review;
+`,
+  },
 ];
 
 export const KEY_SCHEMA_VERSION = keyMigrations[keyMigrations.length - 1]!.version;

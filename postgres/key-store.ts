@@ -15,9 +15,9 @@
  * Advisory locks at transaction level only: fit for a transaction-mode pooler.
  */
 import { InvalidArgumentError, OncelyError, StoreError } from '../src/errors.js';
-import { sha256 } from '../src/intent/sha256.js';
 import type { Execution, KeyClaim, KeyStore, StoredAnswer } from '../src/server/store.js';
-import type { Queryable, QueryConfig, QueryResultLike } from './database.js';
+import { isPool, type Queryable, type QueryConfig, type QueryResultLike } from './database.js';
+import { decided, insertKey, lockAndLookUp } from './key-claim.js';
 import { migrateKeys } from './key-migrations.js';
 import type { MigrateResult } from './migrate.js';
 
@@ -70,33 +70,7 @@ const HOUR_MS = 3_600_000;
 const MAINTAIN_LOCK = 0x6f6e6367;
 const PARTITION = /^oncely_server_keys_(\d{8})$/;
 
-/** Signed 64-bit integer (as a decimal string) from the first 16 hex digits of a SHA-256. */
-const int64 = (hex: string): string => BigInt.asIntN(64, BigInt(`0x${hex.slice(0, 16)}`)).toString();
-const int32 = (hex: string): number => Number.parseInt(hex, 16) | 0;
-
-/** The advisory lock keys of a claim: K on the key, F on the key with its request. */
-export function lockKeys(claim: KeyClaim): { key: string; request: [number, number] } {
-  const k = sha256(JSON.stringify([claim.scope, claim.key]));
-  const f = sha256(JSON.stringify([claim.scope, claim.key, claim.operation, claim.fingerprint]));
-  return { key: int64(k), request: [int32(f.slice(0, 8)), int32(f.slice(8, 16))] };
-}
-
-/**
- * The window: rows newer than retention, in the days it covers. The days come as parameters
- * (from the database's clock, read in the lock statement) so that the planner prunes the
- * other partitions when it plans the statement, not row by row.
- */
-const LIVE = `scope = $1 AND key = $2
-  AND day BETWEEN $3::date AND $4::date
-  AND created_at > now() - $5::interval`;
-
-interface Row {
-  operation: string;
-  fingerprint: string;
-  status: number;
-  headers: [string, string][];
-  body: Uint8Array;
-}
+export { lockKeys } from './key-claim.js';
 
 export class PostgresKeyStore<C extends PooledConnection = PooledConnection> implements KeyStore<C> {
   readonly #pool: KeyStorePool<C>;
@@ -200,7 +174,6 @@ export class PostgresKeyStore<C extends PooledConnection = PooledConnection> imp
 
   async execute(claim: KeyClaim, work: (tx: C) => Promise<StoredAnswer>): Promise<Execution> {
     this.#maybeMaintain();
-    const locks = lockKeys(claim);
     let conn: C;
     try {
       conn = await this.#pool.connect();
@@ -225,33 +198,13 @@ export class PostgresKeyStore<C extends PooledConnection = PooledConnection> imp
     };
     events.on?.('error', onError);
     try {
-      // One round trip, no parameters (the simple protocol takes both statements).
-      const [, held] = (await conn.query({
-        text: `BEGIN ISOLATION LEVEL READ COMMITTED;
-               SELECT CASE WHEN pg_try_advisory_xact_lock(${locks.request[0]}, ${locks.request[1]})
-                 THEN CASE WHEN pg_try_advisory_xact_lock(${locks.key}) THEN 'claimed' ELSE 'other' END
-                 ELSE 'same' END AS hold,
-                 to_char(((now() - interval '${this.#retention}') AT TIME ZONE 'UTC')::date, 'YYYY-MM-DD') AS first_day,
-                 to_char((now() AT TIME ZONE 'UTC')::date, 'YYYY-MM-DD') AS today`,
-      })) as unknown as [unknown, { rows: { hold: 'claimed' | 'other' | 'same'; first_day: string; today: string }[] }];
-      const { hold, first_day: firstDay, today } = held.rows[0]!;
-      const live = [claim.scope, claim.key, firstDay, today, this.#retention];
-      const found = await conn.query({
-        text: `SELECT operation, fingerprint, status, headers, body FROM oncely_server_keys
-                WHERE ${LIVE} ORDER BY created_at DESC LIMIT 1`,
-        values: live,
-      });
-      const row = found.rows[0] as Row | undefined;
-      if (row || hold !== 'claimed') {
+      // One round trip: BEGIN and the locks (the simple protocol takes both statements).
+      const looked = await lockAndLookUp(conn, claim, this.#retention, 'BEGIN ISOLATION LEVEL READ COMMITTED');
+      const early = decided(looked, claim);
+      if (early) {
         await conn.query({ text: 'ROLLBACK' });
         inTransaction = false;
-        if (row) {
-          if (row.operation !== claim.operation || row.fingerprint !== claim.fingerprint)
-            return { outcome: 'mismatch' };
-          const answer = { status: row.status, headers: row.headers, body: new Uint8Array(row.body) };
-          return { outcome: 'replayed', answer };
-        }
-        return { outcome: hold === 'same' ? 'in_progress' : 'mismatch' };
+        return early;
       }
       let answer: StoredAnswer;
       let timer: ReturnType<typeof setTimeout> | undefined;
@@ -282,24 +235,7 @@ export class PostgresKeyStore<C extends PooledConnection = PooledConnection> imp
       } finally {
         clearTimeout(timer);
       }
-      const inserted = await conn.query({
-        text: `INSERT INTO oncely_server_keys (scope, key, day, created_at, operation, fingerprint, status, headers, body)
-               SELECT $1, $2, $4::date, now(), $6, $7, $8, $9, $10
-                WHERE NOT EXISTS (SELECT 1 FROM oncely_server_keys WHERE ${LIVE})
-               ON CONFLICT DO NOTHING`,
-        values: [
-          ...live,
-          claim.operation,
-          claim.fingerprint,
-          answer.status,
-          JSON.stringify(answer.headers),
-          answer.body,
-        ],
-      });
-      if (inserted.rowCount !== 1)
-        throw new StoreError(
-          'PostgresKeyStore: the key was committed by a transaction that did not hold its advisory lock (another writer of oncely_server_keys?); this one is rolled back.',
-        );
+      await insertKey(conn, looked, claim, answer);
       committing = true;
       await conn.query({ text: 'COMMIT' });
       inTransaction = false;
@@ -323,6 +259,69 @@ export class PostgresKeyStore<C extends PooledConnection = PooledConnection> imp
       events.off?.('error', onError);
       conn.release(broken);
     }
+  }
+
+  /**
+   * `execute` inside a transaction the app opened on its own connection (`BEGIN` … on a
+   * client from `pool.connect()`): the locks, the look-up, `work` and the key row run there,
+   * and commit with the app's `COMMIT` — or vanish with its `ROLLBACK`. `ran` means "will
+   * commit with your transaction". A `work` that throws is undone to a savepoint taken first
+   * (the app's earlier statements stay) and rethrown. Never waits for another holder of the
+   * key. The transaction must be `READ COMMITTED` (the look-up must see what committed after
+   * the locks were taken); `transactionTimeout` is the app's business here.
+   */
+  async executeIn(tx: C, claim: KeyClaim, work: (tx: C) => Promise<StoredAnswer>): Promise<Execution> {
+    if (typeof tx?.query !== 'function' || isPool(tx))
+      throw new InvalidArgumentError(
+        'PostgresKeyStore.executeIn needs the pg client on which the app ran BEGIN (from pool.connect()), not a pool.',
+      );
+    this.#maybeMaintain();
+    const fail = (error: unknown, what: string): never => {
+      if (error instanceof OncelyError) throw error;
+      const reason = (error as Error)?.message ?? String(error);
+      throw new StoreError(`PostgresKeyStore could not ${what} in the app's transaction: ${reason}.`, {
+        scope: claim.scope,
+        cause: error,
+      });
+    };
+    const undo = 'ROLLBACK TO SAVEPOINT oncely_key; RELEASE SAVEPOINT oncely_key';
+    let looked: Awaited<ReturnType<typeof lockAndLookUp>>;
+    try {
+      // A SAVEPOINT outside a transaction block is an error: a client without BEGIN is refused here.
+      looked = await lockAndLookUp(tx, claim, this.#retention, 'SAVEPOINT oncely_key');
+    } catch (error) {
+      if ((error as { code?: unknown })?.code === '25P01')
+        throw new InvalidArgumentError(
+          'PostgresKeyStore.executeIn: the client is not inside a transaction; run BEGIN on it first.',
+          { cause: error },
+        );
+      return fail(error, 'claim the key');
+    }
+    if (looked.isolation !== 'read committed') {
+      await tx.query({ text: undo }).catch(() => undefined);
+      throw new InvalidArgumentError(
+        `PostgresKeyStore.executeIn needs a READ COMMITTED transaction, got ${looked.isolation}: an older snapshot could miss a committed key.`,
+      );
+    }
+    const early = decided(looked, claim);
+    if (early) {
+      await tx.query({ text: undo }).catch((error) => fail(error, 'release the key'));
+      return early;
+    }
+    let answer: StoredAnswer;
+    try {
+      answer = await work(tx);
+    } catch (error) {
+      await tx.query({ text: undo }).catch(() => undefined); // the app's ROLLBACK undoes it anyway
+      throw error;
+    }
+    try {
+      await insertKey(tx, looked, claim, answer);
+      await tx.query({ text: 'RELEASE SAVEPOINT oncely_key' });
+    } catch (error) {
+      return fail(error, 'store the key');
+    }
+    return { outcome: 'ran', answer };
   }
 
   #maybeMaintain(): void {

@@ -45,8 +45,8 @@ function app(pool: pg.Pool, behaviour: { sleep?: number; fail?: boolean; onPid?:
 
 beforeAll(async () => {
   const store = new PostgresKeyStore({ pool: db.admin });
-  expect((await store.migrate()).applied).toEqual([1]);
-  expect(await store.migrate()).toEqual({ applied: [], version: 1 });
+  expect((await store.migrate()).applied).toEqual([1, 2]);
+  expect(await store.migrate()).toEqual({ applied: [], version: 2 });
   await db.admin.query(
     'CREATE TABLE ledger (id bigserial PRIMARY KEY, scope text NOT NULL, key text NOT NULL, amount integer NOT NULL)',
   );

@@ -13,6 +13,7 @@ import { compilePath, type RouteResult } from '../mock/routes.js';
 import { checkClaim } from './once.js';
 import { type IdempotencyOptions, type ResolvedOptions, resolveOptions } from './options.js';
 import type { Execution, StoredAnswer } from './store.js';
+import { Unsettled } from './unsettled.js';
 
 /** What a handler answers: `{ status, headers, body }` (a string body is text, anything else JSON) or a `Response`. */
 export type Answer = RouteResult | Response;
@@ -246,16 +247,24 @@ export function createIdempotency<Tx>(options: IdempotencyOptions<Tx>): Idempote
       json = undefined;
     }
     let firstHeaders: Headers | undefined;
-    const execution = checkedExecution(
-      await config.store.execute(claim, async (tx) => {
-        const params = routed.params ?? {};
-        const context = { tx, request, json, text, key: reading.key, scope, params, operation: routed.operation };
-        const [stored, headers] = await toStored(await handler(context), config.storeHeader);
-        firstHeaders = headers;
-        return stored;
-      }),
-      firstHeaders !== undefined,
-    );
+    let execution: Execution;
+    try {
+      execution = checkedExecution(
+        await config.store.execute(claim, async (tx) => {
+          const params = routed.params ?? {};
+          const context = { tx, request, json, text, key: reading.key, scope, params, operation: routed.operation };
+          const [stored, headers] = await toStored(await handler(context), config.storeHeader);
+          firstHeaders = headers;
+          return stored;
+        }),
+        firstHeaders !== undefined,
+      );
+    } catch (error) {
+      if (!(error instanceof Unsettled)) throw error;
+      // Rolled back, nothing stored: answered as a held key (see unsettled.ts).
+      seen.outcome = error.reason === 'mismatch' ? 'mismatch' : 'in_progress';
+      return error.reason === 'mismatch' ? mismatch() : inProgress(error.retryAfter, error.detail);
+    }
     seen.outcome = execution.outcome;
     switch (execution.outcome) {
       case 'ran':
@@ -266,17 +275,21 @@ export function createIdempotency<Tx>(options: IdempotencyOptions<Tx>): Idempote
         headers.set(config.replayHeader, 'true');
         return toResponse(execution.answer, headers);
       }
-      case 'in_progress': {
-        const detail = `The first request with this ${name} is still being processed. Retry later with the same key.`;
-        const title = `A request is outstanding for this ${name}`;
-        return problem(
-          { type: PROBLEM_TYPES.inProgress, title, status: 409, detail },
-          { 'Retry-After': String(config.retryAfter) },
-        );
-      }
+      case 'in_progress':
+        return inProgress();
       case 'mismatch':
         return mismatch();
     }
+  }
+
+  /** 409 problem+json with `Retry-After`. */
+  function inProgress(retryAfter = config.retryAfter, detail?: string): Response {
+    const title = `A request is outstanding for this ${name}`;
+    detail ??= `The first request with this ${name} is still being processed. Retry later with the same key.`;
+    return problem(
+      { type: PROBLEM_TYPES.inProgress, title, status: 409, detail },
+      { 'Retry-After': String(retryAfter) },
+    );
   }
 
   /** 422 problem+json, or what the profile reads as a mismatch when it does not read 422 so (Stripe: a 400). */

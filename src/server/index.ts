@@ -17,6 +17,7 @@ export {
   type Routed,
 } from './idempotency.js';
 export { MemoryKeyStore, type MemoryKeyStoreOptions, type MemoryTransaction } from './memory-store.js';
-export { type OnceResult, type OnceSpec, once } from './once.js';
+export { type OnceOptions, type OnceResult, type OnceSpec, once } from './once.js';
 export type { IdempotencyOptions } from './options.js';
 export type { Execution, KeyClaim, KeyStore, StoredAnswer } from './store.js';
+export { Unsettled } from './unsettled.js';

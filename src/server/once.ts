@@ -34,6 +34,15 @@ export type OnceResult<T> =
   | { outcome: 'in_progress'; value?: undefined }
   | { outcome: 'mismatch'; value?: undefined };
 
+export interface OnceOptions<Tx> {
+  /**
+   * A transaction the app opened itself (PostgreSQL: the `pg` client it ran `BEGIN` on):
+   * the key, `work`'s rows and the result commit with the app's `COMMIT`, or none of them.
+   * `ran` then means "commits with your transaction". Needs a store with `executeIn`.
+   */
+  tx?: Tx;
+}
+
 const PRINTABLE = /^[\x20-\x7e]{1,255}$/;
 
 /** Checks a claim's parts: misuse is an `InvalidArgumentError`, never a request answered wrongly. */
@@ -55,11 +64,13 @@ export function checkClaim(claim: KeyClaim): KeyClaim {
  * const result = await once(store, { scope: account, key: message.id, operation: 'payout', request: message.body },
  *   async (tx) => { await tx.query('INSERT INTO ledger …'); return { paid: true }; });
  * if (result.outcome === 'in_progress') requeue(message);
+ * // Or inside your own transaction: await client.query('BEGIN'); await once(store, spec, work, { tx: client }); await client.query('COMMIT');
  */
 export async function once<Tx, T>(
   store: KeyStore<Tx>,
   spec: OnceSpec,
   work: (tx: Tx) => Promise<T>,
+  options: OnceOptions<Tx> = {},
 ): Promise<OnceResult<T>> {
   let body: string;
   try {
@@ -73,11 +84,15 @@ export async function once<Tx, T>(
     operation: spec.operation,
     fingerprint: fingerprint({ method: 'ONCE', path: spec.operation, body }),
   });
-  const execution = await store.execute(claim, async (tx): Promise<StoredAnswer> => {
+  const run = async (tx: Tx): Promise<StoredAnswer> => {
     const value = await work(tx);
     const text = value === undefined ? 'null' : JSON.stringify(value);
     return { status: 200, headers: [['content-type', 'application/json']], body: new TextEncoder().encode(text) };
-  });
+  };
+  if (options.tx !== undefined && typeof store.executeIn !== 'function')
+    throw new InvalidArgumentError("once(): this key store cannot join the app's transaction (no executeIn).");
+  const execution =
+    options.tx === undefined ? await store.execute(claim, run) : await store.executeIn!(options.tx, claim, run);
   if (execution.outcome === 'in_progress' || execution.outcome === 'mismatch') return { outcome: execution.outcome };
   // Both outcomes read the stored bytes: the first caller sees what every repeat will.
   return { outcome: execution.outcome, value: JSON.parse(new TextDecoder().decode(execution.answer.body)) as T };

@@ -46,4 +46,10 @@ export interface KeyStore<Tx> {
    * rethrow. Never waits for another holder of the key: answers `in_progress` instead.
    */
   execute(claim: KeyClaim, work: (tx: Tx) => Promise<StoredAnswer>): Promise<Execution>;
+  /**
+   * The same, inside a transaction the app opened on its own connection (`tx`): the claim,
+   * `work` and the key row commit with the app's `COMMIT`, or none of them. Optional: a
+   * store that cannot join the app's transaction leaves it out (`once(…, { tx })` refuses).
+   */
+  executeIn?(tx: Tx, claim: KeyClaim, work: (tx: Tx) => Promise<StoredAnswer>): Promise<Execution>;
 }
