@@ -19,7 +19,7 @@ import { loneSurrogateCase } from './lone-surrogates.js';
 
 export { ConformanceError } from './assert.js';
 export type { ConformanceCase } from './cases-records.js';
-export { type ConformanceStore, intentRecord, type MakeStore } from './harness.js';
+export { type ConformanceStore, type Harness, intentRecord, type MakeStore } from './harness.js';
 
 export interface ConformanceOptions {
   /**

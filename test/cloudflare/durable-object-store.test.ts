@@ -60,6 +60,13 @@ describe('DurableObjectStore in workerd', () => {
     ]);
   }, 60_000);
 
+  it('createClient without a store, in workerd, names DurableObjectStore and never a store that cannot run there', async () => {
+    const message = await (await fetch(`${worker.url}/no-store`)).text();
+    expect(message).toMatch(/^createClient needs a store here/);
+    expect(message).toContain('new DurableObjectStore(env.INTENTS)` from "oncely/cloudflare"');
+    expect(message).not.toMatch(/SQLite|Sqlite|IndexedDB|IdbStore/);
+  });
+
   /** POSTs a checkout, kills workerd once the server holds it, restarts it and POSTs again: the second answer and every key the server saw. */
   async function killAndResume(query: string) {
     keys.length = 0;

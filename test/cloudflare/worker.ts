@@ -4,6 +4,7 @@
  * `GET /conformance`: the exported store conformance suite against it, as JSON.
  * `POST /checkout?base=<url>`: forms `checkout:1` and POSTs it to `<url>payments`
  * (`&store=memory`: in this isolate's memory instead, the control that dies with it).
+ * `GET /no-store`: what `createClient` without a store says here.
  */
 import { createClient, MemoryStore } from 'oncely';
 import { type DurableObjectNamespaceLike, DurableObjectStore } from 'oncely/cloudflare';
@@ -45,6 +46,14 @@ export default {
       const res = await intent.post('payments', { json: { amount: 1 } });
       await api.close();
       return Response.json({ status: res.status, key: res.key, replayed: res.replayed, data: res.data });
+    }
+    if (url.pathname === '/no-store') {
+      try {
+        createClient({ baseUrl: 'https://api.example/' });
+        return new Response('createClient accepted no store', { status: 500 });
+      } catch (error) {
+        return new Response((error as Error).message);
+      }
     }
     return new Response('not found', { status: 404 });
   },

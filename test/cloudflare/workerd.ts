@@ -5,7 +5,9 @@
  * intents.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { builtinModules } from 'node:module';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -53,17 +55,24 @@ export interface Workerd {
   remove(): Promise<void>;
 }
 
-export async function workerd(): Promise<Workerd> {
+/** `entry`: a Worker module of test/cloudflare (default worker.ts, with the INTENTS namespace). */
+export async function workerd(entry = 'worker.ts'): Promise<Workerd> {
+  if (!existsSync(path.join(root, 'dist', 'cloudflare', 'index.js')))
+    throw new Error('dist/ is missing: run npm run build first (the Worker imports oncely as users do)');
   const dir = await mkdtemp(path.join(tmpdir(), 'oncely-workerd-'));
   await mkdir(path.join(dir, 'do'));
   await build({
-    entryPoints: [fileURLToPath(new URL('./worker.ts', import.meta.url))],
+    entryPoints: [fileURLToPath(new URL(`./${entry}`, import.meta.url))],
     bundle: true,
     format: 'esm',
     platform: 'neutral',
     conditions: ['workerd', 'worker', 'browser'],
     mainFields: ['module', 'main'],
-    external: ['cloudflare:*', 'node:*'],
+    // Node built-ins come from workerd (nodejs_compat); `pg` is CommonJS and requires them.
+    external: ['cloudflare:*', 'node:*', ...builtinModules],
+    banner: {
+      js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire('file:///worker.js');",
+    },
     outfile: path.join(dir, 'worker.js'),
     absWorkingDir: root,
     logLevel: 'silent',
