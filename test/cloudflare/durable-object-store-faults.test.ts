@@ -66,6 +66,7 @@ describe('DurableObjectStore: faults of the request to the Durable Object', () =
       retry: { deadline: 3_000 },
     });
     const before = server.requests.length;
+    const started = performance.now();
     try {
       const intent = await api.intent('checkout:1');
       const res = await intent.post('payments', { json: { amount: 1 } });
@@ -75,6 +76,8 @@ describe('DurableObjectStore: faults of the request to the Durable Object', () =
       if ((error as OncelyError & { sent?: boolean }).sent === false) expect(server.requests.length).toBe(before);
     }
 
+    // Bounded: the deadline (3 s) and a store call's bound (300 ms), whatever the object does.
+    expect(performance.now() - started).toBeLessThan(5_000);
     faulty = false;
     await new Promise((resolve) => setTimeout(resolve, 250)); // past a dead call's lease
     const again = await api.intent('checkout:1');
