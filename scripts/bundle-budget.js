@@ -77,12 +77,14 @@ const CHECKOUT_MUST_NOT_HOLD = [
   // 0.1.0 was never published: no legacy fingerprint, no FileStore import (that one stays in node/).
   { what: 'the 0.1.0 compatibility code', source: /legacy|0\.1\.0/i },
   { what: 'the CLI (oncely check)', prefix: 'dist/src/cli/' },
+  { what: 'the store conformance suite (oncely/testing)', prefix: 'dist/src/testing/', markers: ['store conformance'] },
   { what: 'Node code (node/, postgres/)', prefix: 'dist/node/' },
   { what: 'the PostgreSQL store', prefix: 'dist/postgres/' },
+  { what: 'the Cloudflare store (oncely/cloudflare)', prefix: 'dist/cloudflare/' },
 ];
 /** What imports each of them: the controls that prove the rules can see them. */
 const CONTROL =
-  "export { run, intentFetch, derivedKeys } from 'oncely';\nexport { stripe, ietfBare, profileVariant, profiles } from 'oncely/profiles';\nexport * from 'oncely/mock';\nexport * from 'oncely/otel';\nexport * from 'oncely/check';\nexport { createClient as nodeClient } from 'oncely/node';\nexport * from 'oncely/postgres';\nexport * from 'oncely/server';\nexport * from 'oncely/server/express';\nexport { idempotent as fastifyIdempotent } from 'oncely/server/fastify';\n";
+  "export { run, intentFetch, derivedKeys } from 'oncely';\nexport { stripe, ietfBare, profileVariant, profiles } from 'oncely/profiles';\nexport * from 'oncely/mock';\nexport * from 'oncely/otel';\nexport * from 'oncely/check';\nexport { createClient as nodeClient } from 'oncely/node';\nexport * from 'oncely/postgres';\nexport * from 'oncely/server';\nexport * from 'oncely/server/express';\nexport { idempotent as fastifyIdempotent } from 'oncely/server/fastify';\nexport * from 'oncely/testing';\nexport * from 'oncely/cloudflare';\n";
 
 /** What a bundle of `import { createClient } from 'oncely'` must not contain. */
 const MUST_SHAKE = [

@@ -24,7 +24,7 @@ export function detectRuntime(): 'workerd' | 'edge-light' | 'deno' | 'bun' | 'no
 export function noStoreMessage(runtime = detectRuntime()): string {
   const stores = {
     workerd:
-      '`store: new PostgresStore({ pool })` from "oncely/postgres" with `pg` under the `nodejs_compat` flag (Cloudflare Workers), or your own `Store`',
+      '`store: new DurableObjectStore(env.INTENTS)` from "oncely/cloudflare" (Durable Objects; not Workers KV, which cannot hold a claim), `new PostgresStore({ pool })` from "oncely/postgres" with `pg` under `nodejs_compat`, or your own `Store`',
     'edge-light':
       '`store: new PostgresStore({ pool })` from "oncely/postgres" with a `pg`-compatible pool that runs on this edge runtime (`pg` itself needs TCP sockets), or your own `Store`',
     node: '`store: new PostgresStore({ pool })` from "oncely/postgres" (a fleet) or `new SqliteStore()` from "oncely/node" (one machine; "oncely" resolved with the "node" condition defaults to it)',

@@ -37,6 +37,8 @@ export {
 export type { Outcome, Profile } from './profiles/profiles.js';
 export type { RetryOptions } from './retry/policy.js';
 export { MemoryStore } from './store/memory-store.js';
+// What a store of your own applies in delete/clear (`keepPending`) and sweep: docs/stores.md.
+export { isPending, isSweepable } from './store/record-rules.js';
 export type {
   ClaimOptions,
   ClaimResult,

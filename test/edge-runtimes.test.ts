@@ -60,11 +60,11 @@ describe('createClient without a store, on the core entry', () => {
     throw new Error('createClient accepted no store');
   };
 
-  it('on Cloudflare Workers names PostgresStore under nodejs_compat, never SQLite or IndexedDB', () => {
+  it('on Cloudflare Workers names DurableObjectStore, then PostgresStore under nodejs_compat, never SQLite or IndexedDB', () => {
     vi.stubGlobal('navigator', { userAgent: 'Cloudflare-Workers' });
     expect(detectRuntime()).toBe('workerd');
     const message = refusal();
-    expect(message).toMatch(/PostgresStore.*nodejs_compat/);
+    expect(message).toMatch(/DurableObjectStore.*oncely\/cloudflare.*PostgresStore.*nodejs_compat/);
     expect(message).not.toMatch(/SQLite|Sqlite|IndexedDB|IdbStore/);
   });
 

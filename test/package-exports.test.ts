@@ -56,6 +56,24 @@ describe('exports', () => {
     expect(resolveTarget(pkg.exports['./server/fastify']!, ['import'])).toBe('./dist/src/server/fastify.js');
   });
 
+  test('the store conformance suite has its own entry, with no runner to import', () => {
+    expect(resolveTarget(pkg.exports['./testing']!, ['import'])).toBe('./dist/src/testing/index.js');
+    expect(resolveTarget(pkg.exports['./testing']!, ['types', 'import'])).toBe('./dist/src/testing/index.d.ts');
+    const dir = new URL('../src/testing/', import.meta.url);
+    for (const file of readdirSync(dir).filter((name) => name.endsWith('.ts')))
+      expect(readFileSync(new URL(file, dir), 'utf8'), file).not.toMatch(
+        /^import [^;]* from '(vitest|node:[^']*|bun:test)'/m,
+      );
+  });
+
+  test('the Cloudflare store has its own entry, and imports no cloudflare: module (it loads anywhere)', () => {
+    expect(resolveTarget(pkg.exports['./cloudflare']!, ['workerd', 'import'])).toBe('./dist/cloudflare/index.js');
+    expect(resolveTarget(pkg.exports['./cloudflare']!, ['types', 'import'])).toBe('./dist/cloudflare/index.d.ts');
+    const dir = new URL('../cloudflare/', import.meta.url);
+    for (const file of readdirSync(dir).filter((name) => name.endsWith('.ts')))
+      expect(readFileSync(new URL(file, dir), 'utf8'), file).not.toMatch(/from '(cloudflare:[^']*|node:[^']*|pg)'/);
+  });
+
   test('every entry lists types first', () => {
     for (const [subpath, target] of Object.entries(pkg.exports)) {
       if (typeof target !== 'string') expect(Object.keys(target)[0], subpath).toBe('types');
