@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { type IncomingMessage, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -165,6 +166,28 @@ describe('contract', () => {
     assert.match(res.headers.get('access-control-expose-headers') ?? '', /Retry-After, Idempotent-Replayed/);
   });
 
+  test('keepAlive: false closes every answer; keepAlive: true keeps the connection (5 s idle)', async () => {
+    const status = (res: IncomingMessage) => [res.statusCode, res.headers.connection, res.headers['keep-alive']];
+    const post = () =>
+      new Promise<unknown[]>((resolve, reject) => {
+        const req = request(`${api.url}/payments`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'idempotency-key': '"k-ka"' },
+        });
+        req
+          .on('response', (res) => {
+            res.resume();
+            resolve(status(res));
+          })
+          .on('error', reject);
+        req.end(JSON.stringify(body));
+      });
+    assert.deepEqual(await post(), [201, 'keep-alive', 'timeout=5']);
+    await control({ keepAlive: false });
+    assert.deepEqual(await post(), [201, 'close', undefined]); // the replay, on a connection that closes
+    assert.equal(await ledgerCount(), 1);
+  });
+
   test('reset aborts held requests without a charge', async () => {
     await control({ hold: true });
     const held = pay('"k-8"');
@@ -188,6 +211,34 @@ function apiProcess(dbPath: string) {
   });
   return { child, url };
 }
+
+test('the API SIGKILLed after a commit whose answer was dropped: the restarted API replays it', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'oncely-selfcheck-'));
+  const dbPath = join(dir, 'payments.sqlite');
+  const first = apiProcess(dbPath);
+  let second: ApiServer | undefined;
+  try {
+    const url = await first.url;
+    const post = (base: string) =>
+      fetch(`${base}/payments`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'idempotency-key': '"committed"' },
+        body: JSON.stringify(body),
+      });
+    await fetch(`${url}/__control`, { method: 'POST', body: JSON.stringify({ drop: 1 }) });
+    await assert.rejects(post(url)); // committed, the answer never left
+    first.child.kill('SIGKILL');
+    second = await startApiServer({ dbPath });
+    const retry = await post(second.url);
+    assert.equal(retry.status, 201);
+    assert.equal(retry.headers.get('idempotent-replayed'), 'true', 'the commit survived the kill');
+    assert.equal(second.charges().length, 1);
+  } finally {
+    first.child.kill('SIGKILL');
+    await second?.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
 
 test('the API SIGKILLed with a payment held inside its transaction: nothing committed, the retry charges once', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'oncely-selfcheck-'));
