@@ -1,6 +1,7 @@
 /**
- * `npm run demo:web`: bundles the checkout page, starts the payments API (SQLite in a
- * temp dir) and the page server on two ports (two origins), and prints the page URL.
+ * `npm run demo:web`: bundles the checkout page, starts the payments API (Express on
+ * `oncely/server`, SQLite in a temp dir) and the page server on two ports (two origins),
+ * and prints the page URL.
  *
  *   npm run demo:web -- --page-port 4000 --api-port 4001
  *
@@ -58,7 +59,7 @@ console.log(`
 oncely checkout demo
   page:    ${site.pageUrl(api.url)}
   API:     ${api.url}  (POST /payments, GET /ledger, GET|POST /__control)
-  SQLite:  ${api.db.path}
+  SQLite:  ${api.dbPath}  (oncely/server keys + charges)
 
 Try: double-click Pay; reload while paying; open a second tab; change the total after paying.
 Faults: curl -X POST ${api.url}/__control -d '{"drop":1}'   (also conflictFor, failBeforeCommit, delay, hold, release, reset)

@@ -1,13 +1,14 @@
 /**
- * Playwright fixtures: a fresh API server with a fresh SQLite database per test (`api`),
+ * Playwright fixtures: a fresh API server (Express on `oncely/server`) with a fresh SQLite
+ * database per test (`api`),
  * the page server once per worker (`site`), and helpers to open the checkout and read
  * what it shows.
  */
 import { test as base, expect, type Page, type TestInfo } from '@playwright/test';
 import { BUILD_DIR } from './app/build.ts';
 import { type ApiServer, type ControlState, startApiServer } from './server/api-server.ts';
-import type { Charge } from './server/db.ts';
 import type { ControlRequest } from './server/faults.ts';
+import type { Charge } from './server/ledger.ts';
 import type { RequestLogEntry } from './server/payments.ts';
 import { type StaticServer, startStaticServer } from './server/static-server.ts';
 

@@ -64,7 +64,8 @@ const cases: Case[] = [
     start: startMock,
   },
   {
-    title: 'e2e node:sqlite payments server (`{delay: 100}` via /__control; `--origin https://shop.example`)',
+    title:
+      'e2e payments server, Express on oncely/server over SqliteKeyStore (`{delay: 100}` via /__control; `--origin https://shop.example`)',
     args: [...JSON_BODY, '--origin', 'https://shop.example'],
     start: startE2e,
   },

@@ -1,20 +1,23 @@
 /**
- * The contract server the e2e suite and `npm run demo:web` run: a real node:http
- * server on 127.0.0.1 with its own SQLite file.
+ * The payments API the e2e suite and `npm run demo:web` run: an Express 5 app on
+ * `oncely/server` (`idempotent` from `oncely/server/express`) over the `SqliteKeyStore`
+ * (`oncely/node`), on 127.0.0.1 with its own SQLite file.
  *
  * Routes: `POST /payments`, `GET /ledger`, `GET /__control` (faults, held count,
  * request log), `POST /__control` (see `faults.ts`), `GET /health`.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import express, { type ErrorRequestHandler } from 'express';
+import { openSqliteKeyStore } from 'oncely/node';
 import { type AllowedOrigins, answerPreflight, applyCors } from './cors.ts';
-import { PaymentsDb } from './db.ts';
 import { type ControlRequest, Faults } from './faults.ts';
 import { readBody, sendJson, sendProblem } from './http-io.ts';
-import { handlePayment, type RequestLogEntry } from './payments.ts';
+import { type Charge, Ledger } from './ledger.ts';
+import { paymentRoute, type RequestLogEntry } from './payments.ts';
 import { problems } from './problem.ts';
 
 export interface ApiServerOptions {
@@ -22,7 +25,7 @@ export interface ApiServerOptions {
   port?: number;
   /** @default '127.0.0.1' */
   host?: string;
-  /** SQLite file. @default a new file in a new temp directory, removed on close */
+  /** SQLite file (keys and charges). @default a new file in a new temp directory, removed on close */
   dbPath?: string;
   /** Origins the API answers CORS for. @default '*' (reflected) */
   allowedOrigins?: AllowedOrigins;
@@ -36,10 +39,13 @@ export interface ApiServer {
   /** `http://127.0.0.1:<port>` */
   readonly url: string;
   readonly port: number;
-  readonly db: PaymentsDb;
+  /** The SQLite file: the store's keys and the `charges` table. */
+  readonly dbPath: string;
   readonly faults: Faults;
   /** Every request to `POST /payments`, in arrival order of their answers. */
   readonly requests: readonly RequestLogEntry[];
+  /** Every committed charge. */
+  charges(): Charge[];
   close(): Promise<void>;
 }
 
@@ -49,113 +55,106 @@ export interface ControlState {
   charges: number;
 }
 
+/**
+ * How long a handler may hold the key's transaction. A held request (`{ hold: true }`) holds
+ * it, and every other write of the file waits behind it (SQLite has one writer): released by
+ * hand in `demo:web`, it must outlast the store's 30 s default.
+ */
+const HOLD_LIMIT_MS = 600_000;
+
+/** Methods each route answers; another method is a 405 with `Allow`. */
+const ALLOW: Record<string, string> = { '/payments': 'POST', '/ledger': 'GET', '/health': 'GET', '/__control': 'POST' };
+
 export async function startApiServer(options: ApiServerOptions = {}): Promise<ApiServer> {
   const tempDir = options.dbPath ? undefined : mkdtempSync(join(tmpdir(), 'oncely-e2e-'));
   const dbPath = options.dbPath ?? join(tempDir!, 'payments.sqlite');
-  const db = new PaymentsDb(dbPath);
+  const store = await openSqliteKeyStore({ file: dbPath, transactionTimeout: HOLD_LIMIT_MS });
+  const ledger = await Ledger.open(store);
   const faults = new Faults();
   const requests: RequestLogEntry[] = [];
   const allowed = options.allowedOrigins ?? '*';
-  const paymentContext = {
-    db,
-    faults,
-    retryAfter: options.retryAfter ?? 1,
-    now: () => Date.now(),
-    log: (entry: RequestLogEntry) => {
-      requests.push(entry);
-      options.onLog?.(entry);
-    },
+  const log = (entry: RequestLogEntry) => {
+    requests.push(entry);
+    options.onLog?.(entry);
   };
-  const controlState = (): ControlState => ({
-    faults: faults.snapshot(),
-    requests,
-    charges: db.charges().length,
-  });
+  const controlState = (): ControlState => ({ faults: faults.snapshot(), requests, charges: ledger.charges().length });
 
-  async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const method = req.method ?? 'GET';
-    const path = new URL(req.url ?? '/', 'http://localhost').pathname;
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.set('strict routing', true);
+  app.set('case sensitive routing', true);
+  app.use((req, res, next) => {
     if (!faults.keepAlive) res.setHeader('Connection', 'close');
-    if (method === 'OPTIONS' && req.headers['access-control-request-method']) return answerPreflight(req, res, allowed);
-    if (!applyCors(req, res, allowed)) {
+    if (req.method === 'OPTIONS' && req.headers['access-control-request-method'])
+      return answerPreflight(req, res, allowed);
+    if (!applyCors(req, res, allowed))
       return sendProblem(res, { type: 'about:blank', title: 'Origin not allowed', status: 403 });
+    next();
+  });
+  app.post(
+    '/payments',
+    ...paymentRoute({ store, faults, retryAfter: options.retryAfter ?? 1, now: () => Date.now(), log }),
+  );
+  app.get('/ledger', (_req, res) => {
+    const charges = ledger.charges();
+    sendJson(res, 200, { count: charges.length, charges });
+  });
+  app.get('/health', (_req, res) => sendJson(res, 200, { ok: true }));
+  app.get('/__control', (_req, res) => sendJson(res, 200, controlState()));
+  app.post('/__control', async (req, res) => {
+    let request: ControlRequest;
+    try {
+      const text = await readBody(req);
+      request = text.trim() === '' ? {} : (JSON.parse(text) as ControlRequest);
+      if (request === null || typeof request !== 'object' || Array.isArray(request))
+        throw new TypeError('the control body must be a JSON object');
+      faults.apply(request);
+    } catch (error) {
+      return sendProblem(res, problems.badRequest(error instanceof Error ? error.message : String(error)));
     }
-    const only = (allowedMethod: string) => {
-      if (method === allowedMethod) return true;
-      res.setHeader('Allow', allowedMethod);
-      sendProblem(res, problems.methodNotAllowed(method, path));
-      return false;
-    };
-    switch (path) {
-      case '/payments':
-        if (only('POST')) await handlePayment(req, res, paymentContext);
-        return;
-      case '/ledger':
-        if (only('GET')) {
-          const charges = db.charges();
-          sendJson(res, 200, { count: charges.length, charges });
-        }
-        return;
-      case '/health':
-        if (only('GET')) sendJson(res, 200, { ok: true });
-        return;
-      case '/__control':
-        if (method === 'GET') return sendJson(res, 200, controlState());
-        if (only('POST')) {
-          let request: ControlRequest;
-          try {
-            const text = await readBody(req);
-            request = text.trim() === '' ? {} : (JSON.parse(text) as ControlRequest);
-            if (request === null || typeof request !== 'object' || Array.isArray(request))
-              throw new TypeError('the control body must be a JSON object');
-            faults.apply(request);
-          } catch (error) {
-            return sendProblem(res, problems.badRequest(error instanceof Error ? error.message : String(error)));
-          }
-          if (request.reset) {
-            db.reset();
-            requests.length = 0;
-          }
-          sendJson(res, 200, controlState());
-        }
-        return;
-      default:
-        sendProblem(res, problems.notFound(path));
+    if (request.reset) {
+      await ledger.reset(); // after the held transactions, given up by `apply`, rolled back
+      requests.length = 0;
     }
-  }
+    sendJson(res, 200, controlState());
+  });
+  app.use((req, res) => {
+    const allow = ALLOW[req.path];
+    if (!allow) return sendProblem(res, problems.notFound(req.path));
+    res.setHeader('Allow', allow);
+    sendProblem(res, problems.methodNotAllowed(req.method, req.path));
+  });
+  const crashed: ErrorRequestHandler = (error, _req, res, _next) => {
+    if (!res.headersSent) sendProblem(res, problems.unavailable(String(error)));
+    else res.socket?.destroy();
+  };
+  app.use(crashed);
 
-  const server = createServer((req, res) => {
-    route(req, res).catch((error: unknown) => {
-      if (!res.headersSent) sendProblem(res, problems.unavailable(String(error)));
-      else res.destroy();
-    });
+  const server: Server = await new Promise((resolve, reject) => {
+    const listening = app.listen(options.port ?? 0, options.host ?? '127.0.0.1', (error?: Error) =>
+      error ? reject(error) : resolve(listening),
+    );
   });
   server.keepAliveTimeout = 5_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
   const { port, address } = server.address() as AddressInfo;
   let closed: Promise<void> | undefined;
   return {
     url: `http://${address}:${port}`,
     port,
-    db,
+    dbPath,
     faults,
     requests,
+    charges: () => ledger.charges(),
     close() {
       closed ??= (async () => {
-        faults.abortHeld();
-        // Let the abandoned handlers release their claims before the database closes.
-        await new Promise((resolve) => setImmediate(resolve));
+        faults.abortHeld(); // their transactions roll back; the store's close waits for them
         await new Promise<void>((resolve) => {
           server.close(() => resolve());
           server.closeAllConnections();
         });
-        db.close();
+        await store.close();
+        ledger.close();
         if (tempDir) rmSync(tempDir, { recursive: true, force: true });
       })();
       return closed;

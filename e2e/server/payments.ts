@@ -1,21 +1,21 @@
 /**
- * `POST /payments` under the IETF idempotency contract:
- *
- * 1. `Idempotency-Key` (quoted Structured Field string, or bare) → 400 when missing or invalid.
- * 2. INSERT the key as `in_progress` (the primary key decides who is first).
- *    On conflict: a different request hash → 422 (a mismatch wins over "in progress");
- *    still `in_progress` → 409 + Retry-After; otherwise the stored response is replayed
- *    with `Idempotent-Replayed: true`.
- * 3. The charge and the stored response commit in ONE transaction. If it rolls back
- *    (a fault, a crash), the claim is released and a retry with the key runs again.
+ * `POST /payments` on `oncely/server`: the Express 5 adapter over the `SqliteKeyStore`. The
+ * idempotency contract is the library's (400 bad key, 422 another request under the key,
+ * 409 + Retry-After while in progress, the stored answer replayed byte for byte with
+ * `Idempotent-Replayed: true`; a handler that throws leaves nothing, so a retry runs again).
+ * This file adds the payment itself (a charge row in the key's transaction), the faults the
+ * tests inject (`faults.ts`) and the request log they read.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import { type PaymentsDb, RollbackRequested } from './db.ts';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express';
+import { parseSfString } from 'oncely/mock';
+import type { SqliteKeyStore, SqliteTransaction } from 'oncely/node';
+import { type Answer, createIdempotency, PROBLEM_TYPES, type RequestEvent } from 'oncely/server';
+import { idempotent } from 'oncely/server/express';
 import type { Faults } from './faults.ts';
-import { BodyTooLarge, readBody, sendJson, sendProblem } from './http-io.ts';
-import { parseIdempotencyKey } from './idempotency-key.ts';
+import { MAX_BODY_BYTES, sendProblem } from './http-io.ts';
+import { insertCharge } from './ledger.ts';
 import { problems } from './problem.ts';
-import { requestHash } from './request-hash.ts';
 
 /** What happened to one payment request, for the request log tests read. */
 export type PaymentOutcome =
@@ -42,7 +42,7 @@ export interface RequestLogEntry {
 }
 
 export interface PaymentContext {
-  db: PaymentsDb;
+  store: SqliteKeyStore;
   faults: Faults;
   /** Seconds a 409 asks the client to wait. */
   retryAfter: number;
@@ -50,128 +50,118 @@ export interface PaymentContext {
   log: (entry: RequestLogEntry) => void;
 }
 
-export interface PaymentBody {
-  amount: number;
-  currency: string;
-  cart?: unknown;
-}
+/** Thrown inside the key's transaction to roll it back on purpose (`failBeforeCommit`). */
+class RollbackRequested extends Error {}
+/** Thrown inside the key's transaction when a held request is given up (`reset`, close). */
+class HoldAborted extends Error {}
 
-/** The request's account: keys are unique per (scope, key), never globally. */
-const scopeOf = (req: IncomingMessage): string => {
-  const header = req.headers['x-account'];
-  return typeof header === 'string' && header.trim() !== '' ? header.trim() : 'public';
-};
-
-function validatePayment(value: unknown): PaymentBody | string {
+function validatePayment(value: unknown): { amount: number; currency: string } | string {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return 'The body must be a JSON object.';
-  const { amount, currency, cart } = value as Record<string, unknown>;
+  const { amount, currency } = value as Record<string, unknown>;
   if (typeof amount !== 'number' || !Number.isFinite(amount) || amount <= 0 || amount > 1_000_000)
     return '`amount` must be a number greater than 0 and at most 1,000,000.';
   if (typeof currency !== 'string' || !/^[A-Z]{3}$/.test(currency))
     return '`currency` must be an ISO 4217 code such as "EUR".';
-  return { amount, currency, cart };
+  return { amount, currency };
 }
 
-export async function handlePayment(req: IncomingMessage, res: ServerResponse, ctx: PaymentContext): Promise<void> {
-  const at = ctx.now();
-  const base = { at, method: 'POST', path: '/payments' };
-  const parsedKey = parseIdempotencyKey(req.headers['idempotency-key']);
-  let text: string;
-  try {
-    text = await readBody(req);
-  } catch (error) {
-    if (!(error instanceof BodyTooLarge)) throw error;
-    ctx.log({ ...base, status: 413, outcome: 'invalid' });
-    res.setHeader('Connection', 'close');
-    return sendProblem(res, problems.tooLarge());
-  }
-  if (!parsedKey.ok) {
-    ctx.log({ ...base, status: 400, outcome: 'invalid' });
-    return sendProblem(
-      res,
-      parsedKey.missing ? problems.keyMissing(parsedKey.reason) : problems.keyInvalid(parsedKey.reason),
-    );
-  }
-  const key = parsedKey.key;
-  const scope = scopeOf(req);
-  const logged = { ...base, key, scope };
+/** The key as the log shows it (the library decodes it the same way: quoted, or bare). */
+function keyOf(req: Request): string | undefined {
+  const raw = req.get('idempotency-key')?.trim();
+  return raw ? (parseSfString(raw) ?? raw) : undefined;
+}
 
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    ctx.log({ ...logged, status: 400, outcome: 'invalid' });
-    return sendProblem(res, problems.badRequest('The body is not valid JSON.'));
-  }
-  const payment = validatePayment(json);
-  if (typeof payment === 'string') {
-    ctx.log({ ...logged, status: 400, outcome: 'invalid' });
-    return sendProblem(res, problems.badRequest(payment));
-  }
+/** The Express handlers of `POST /payments`, in order. */
+export function paymentRoute(ctx: PaymentContext): (RequestHandler | ErrorRequestHandler)[] {
+  /** The log entry of the request being answered, for `onRequest`, which hears no request. */
+  const current = new AsyncLocalStorage<Omit<RequestLogEntry, 'status'>>();
 
-  const conflictLeft = ctx.faults.conflictRemaining();
-  if (conflictLeft > 0) {
-    ctx.log({ ...logged, status: 409, outcome: 'conflict_fault' });
-    return sendProblem(res, problems.inProgress(key), { 'Retry-After': String(ctx.retryAfter) });
-  }
-
-  const hash = requestHash('POST', '/payments', json);
-  const claim = ctx.db.claim(scope, key, hash, at);
-  if (!claim.claimed) {
-    const existing = claim.existing;
-    if (existing.request_hash !== hash) {
-      ctx.log({ ...logged, status: 422, outcome: 'mismatch' });
-      return sendProblem(res, problems.keyReused(key));
-    }
-    if (existing.state === 'in_progress') {
-      ctx.log({ ...logged, status: 409, outcome: 'in_progress' });
-      return sendProblem(res, problems.inProgress(key), { 'Retry-After': String(ctx.retryAfter) });
-    }
-    const status = existing.response_code ?? 200;
-    const body: unknown = existing.response_body === null ? null : JSON.parse(existing.response_body);
-    return respond(res, ctx, { ...logged, status, outcome: 'replayed' }, body, { 'Idempotent-Replayed': 'true' });
-  }
-
-  // This request owns the key: do the work.
-  const wait = await ctx.faults.beforeEffect();
-  if (wait === 'aborted') {
-    ctx.db.release(scope, key);
-    ctx.log({ ...logged, status: 503, outcome: 'aborted' });
-    return sendProblem(res, problems.unavailable('The request was abandoned before it committed; retry.'));
-  }
-  let committed: ReturnType<PaymentsDb['commitCharge']>;
-  try {
-    committed = ctx.db.commitCharge(scope, key, payment, ctx.now(), () => {
-      if (ctx.faults.takeFailBeforeCommit()) throw new RollbackRequested('injected failure before commit');
-    });
-  } catch (error) {
-    ctx.db.release(scope, key);
-    const injected = error instanceof RollbackRequested;
-    ctx.log({ ...logged, status: 503, outcome: injected ? 'failed_before_commit' : 'error' });
-    return sendProblem(
-      res,
-      problems.unavailable(injected ? 'The payment failed before it committed; nothing was charged.' : String(error)),
-    );
-  }
-  const { response, charge } = committed;
-  return respond(res, ctx, { ...logged, status: response.status, outcome: 'created' }, response.body, {
-    Location: `/payments/${charge.id}`,
+  const idempotency = createIdempotency<SqliteTransaction>({
+    store: ctx.store,
+    keyFormat: 'any', // a quoted Structured Field string (the draft), or a bare key
+    scope: (request) => request.headers.get('x-account')?.trim() || 'public',
+    retryAfter: ctx.retryAfter,
+    maxBodyBytes: MAX_BODY_BYTES,
+    onRequest: (event: RequestEvent) => {
+      const entry = current.getStore();
+      if (!entry) return;
+      entry.scope = event.scope;
+      if (event.outcome === 'bad_key' || event.outcome === 'too_large') {
+        entry.outcome = 'invalid';
+        delete entry.key;
+      } else if (event.outcome === 'ran') entry.outcome = (event.status ?? 500) < 300 ? 'created' : 'invalid';
+      else if (event.outcome !== 'threw') entry.outcome = event.outcome;
+    },
   });
-}
 
-/** Sends a payment response, or drops it (destroys the socket) when the `drop` fault says so. */
-function respond(
-  res: ServerResponse,
-  ctx: PaymentContext,
-  entry: RequestLogEntry,
-  body: unknown,
-  headers: Record<string, string>,
-): void {
-  if (ctx.faults.takeDrop()) {
-    ctx.log({ ...entry, dropped: true });
-    res.socket?.destroy();
-    return;
-  }
-  ctx.log(entry);
-  sendJson(res, entry.status, body, headers);
+  /** Opens the log entry; logs it when the answer is sent, or drops the answer (`drop`). */
+  const logged: RequestHandler = (req, res, next) => {
+    const entry: Omit<RequestLogEntry, 'status'> = {
+      at: ctx.now(),
+      method: 'POST',
+      path: '/payments',
+      key: keyOf(req),
+      outcome: 'error',
+    };
+    const end = res.end.bind(res) as (...args: unknown[]) => Response;
+    res.end = ((...args: unknown[]) => {
+      const done = { ...entry, status: res.statusCode };
+      if ((entry.outcome === 'created' || entry.outcome === 'replayed') && ctx.faults.takeDrop()) {
+        // The effect committed; the answer never leaves.
+        ctx.log({ ...done, dropped: true });
+        res.socket?.destroy();
+        return res;
+      }
+      ctx.log(done);
+      return end(...args);
+    }) as Response['end'];
+    res.setHeader('Cache-Control', 'no-store');
+    current.run(entry, next);
+  };
+
+  /** `conflictFor`: 409 + Retry-After as if another request with the key were running. */
+  const conflictFault: RequestHandler = (_req, res, next) => {
+    if (ctx.faults.conflictRemaining() === 0) return next();
+    current.getStore()!.outcome = 'conflict_fault';
+    sendProblem(
+      res,
+      { type: PROBLEM_TYPES.inProgress, title: 'A request with this Idempotency-Key is outstanding', status: 409 },
+      { 'Retry-After': String(ctx.retryAfter) },
+    );
+  };
+
+  const charge = idempotent(idempotency, async ({ tx, json, key, scope }): Promise<Answer> => {
+    const payment = validatePayment(json);
+    // An answer like any other: stored with the key and replayed (the draft's rule).
+    if (typeof payment === 'string')
+      return {
+        status: 400,
+        headers: { 'content-type': 'application/problem+json' },
+        body: problems.badRequest(payment),
+      };
+    if ((await ctx.faults.beforeEffect()) === 'aborted') throw new HoldAborted();
+    const row = insertCharge(tx, { scope, key, ...payment }, ctx.now());
+    if (ctx.faults.takeFailBeforeCommit()) throw new RollbackRequested();
+    return {
+      status: 201,
+      headers: { location: `/payments/${row.id}` },
+      body: { id: row.id, amount: row.amount, currency: row.currency, status: 'succeeded' },
+    };
+  });
+
+  /** The handler (or the store) threw: the transaction rolled back, the key is free; 503. */
+  const failed: ErrorRequestHandler = (error, _req, res, _next) => {
+    const [outcome, detail]: [PaymentOutcome, string] =
+      error instanceof RollbackRequested
+        ? ['failed_before_commit', 'The payment failed before it committed; nothing was charged.']
+        : error instanceof HoldAborted
+          ? ['aborted', 'The request was abandoned before it committed; retry.']
+          : ['error', String(error)];
+    const entry = current.getStore();
+    if (entry) entry.outcome = outcome;
+    if (res.headersSent) res.socket?.destroy();
+    else sendProblem(res, problems.unavailable(detail));
+  };
+
+  return [logged, conflictFault, charge as unknown as RequestHandler, failed];
 }

@@ -1,6 +1,7 @@
 // Smoke check of the React checkout (the e2e app, e2e/app/), without a browser:
-// bundles the page as `npm run demo:web` does, serves it and its payments API on two
-// origins, and checks that the page, its bundle and the cross-origin API answer.
+// bundles the page as `npm run demo:web` does, serves it and its payments API (Express on
+// oncely/server, e2e/server/) on two origins, and checks that the page, its bundle and the
+// cross-origin API answer.
 // The page's behaviour in a real browser is the Playwright suite's job (npm run test:e2e).
 //
 //   npm run build && node examples/react-checkout/main.ts

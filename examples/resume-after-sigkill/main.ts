@@ -4,9 +4,10 @@
 //
 //   npm run build && node examples/resume-after-sigkill/main.ts
 //
-// This process plays the app's supervisor: it owns the transfers API (./transfer-server.ts),
-// writes the job rows, starts ./worker.ts, kills it mid-flight and starts it again.
-// Exits non-zero unless each job has exactly one transfer.
+// This process plays the app's supervisor: it owns the transfers API (./transfer-server.ts,
+// an Express app on oncely/server over SqliteKeyStore), writes the job rows, starts
+// ./worker.ts, kills it mid-flight and starts it again. Exits non-zero unless each job and
+// each key has exactly one transfer, counted in the API's own table.
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -28,7 +29,7 @@ const jobs = Array.from({ length: 5 }, (_, i) => ({
 }));
 writeFileSync(jobsFile, JSON.stringify(jobs));
 
-const server = await startTransferServer();
+const server = await startTransferServer(dir);
 
 interface Life {
   child: ChildProcess;
@@ -69,7 +70,7 @@ try {
   first.child.kill('SIGKILL');
   const death = await first.exited;
   assert.equal(death.signal, 'SIGKILL');
-  const movedAtKill = server.transfers.length;
+  const movedAtKill = (await server.transfers()).length;
   console.log(`  killed (SIGKILL): ${movedAtKill} of the 3 held transfers had been committed, no answer given\n`);
 
   console.log('life 2: a fresh worker over the same state directory');
@@ -88,15 +89,23 @@ try {
   assert.equal(listed.match(/\(in_flight\)/g)?.length, 3, 'life 2 found the three transfers in flight');
 
   console.log('\ntransfers per job (each must be 1), and the keys each job was sent with:');
+  const transfers = await server.transfers();
   for (const job of jobs) {
-    const count = server.transfers.filter((t) => t.job === job.id).length;
+    const count = transfers.filter((t) => t.job === job.id).length;
     const keys = new Set(server.requests.filter((r) => r.job === job.id).map((r) => r.key));
     console.log(`  ${job.id}: ${count} transfer, ${keys.size} key`);
     assert.equal(count, 1, `${job.id}: exactly one transfer`);
     assert.equal(keys.size, 1, `${job.id}: one key across both lives`);
   }
-  assert.equal(server.transfers.length, jobs.length);
-  console.log(`ok: ${jobs.length} jobs, ${server.transfers.length} transfers, ${server.requests.length} requests`);
+  assert.equal(transfers.length, jobs.length);
+  // One effect per key: the transfers table against the keys that committed them.
+  assert.equal(new Set(transfers.map((t) => t.key)).size, transfers.length, 'one transfer per key');
+  const invariant = await server.invariant();
+  console.log(
+    `invariant (POST /transfers): ${invariant.effects} transfers, ${invariant.keys} keys, drift ${invariant.drift}`,
+  );
+  assert.deepEqual([invariant.effects, invariant.keys, invariant.drift], [jobs.length, jobs.length, 0]);
+  console.log(`ok: ${jobs.length} jobs, ${transfers.length} transfers, ${server.requests.length} requests`);
 } catch (error) {
   console.error(error);
   process.exitCode = 1;

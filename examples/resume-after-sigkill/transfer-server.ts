@@ -1,30 +1,36 @@
 /**
- * A transfers API on 127.0.0.1 with the draft's idempotency rules (`Idempotency-Key` as
- * a quoted string; replay with `Idempotent-Replayed: true`; 409 + `Retry-After` while in
- * progress; 422 for a key reused with another body) and one fault: while `holding`, a new
- * transfer is not answered. Every other held request is committed first (the money moved,
- * the answer never comes); the others wait before committing and are rolled back, their
- * key released, when the client goes away.
+ * The transfers API: an Express 5 app whose `POST /transfers` runs once per idempotency key
+ * on `oncely/server` over the `SqliteKeyStore` (`oncely/node`): the key row and the transfer
+ * row commit in one SQLite transaction, or neither. 409 + `Retry-After` while a key is in
+ * progress, 422 for a key reused with another body, the stored answer replayed with
+ * `Idempotent-Replayed: true` — all the library's.
+ *
+ * One fault, `holding`: a new transfer gets no answer. Every other held request has run and
+ * committed first (the money moved; the answer is withheld until the client goes away); the
+ * others wait before reaching the key and are dropped when the client goes away, so nothing
+ * of them ran and a resend runs them.
  */
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import express from 'express';
+import { openSqliteKeyStore, type SqliteInvariantReport, type SqliteTransaction } from 'oncely/node';
+import { createIdempotency } from 'oncely/server';
+import { idempotent } from 'oncely/server/express';
 
 export interface Transfer {
-  id: string;
+  id: number;
   job: string;
+  key: string;
   amount: number;
-}
-
-interface KeyRow {
-  body: string;
-  state: 'in_progress' | 'done';
-  answer?: string;
 }
 
 export interface TransferServer {
   readonly url: string;
-  /** Transfers committed, in order. */
-  readonly transfers: readonly Transfer[];
+  /** Transfers committed, in order (the app's own table). */
+  transfers(): Promise<Transfer[]>;
+  /** The store's invariant check: transfers against the keys that committed them. */
+  invariant(): Promise<SqliteInvariantReport>;
   /** Every request to `POST /transfers`: the job it was for and the key it carried. */
   readonly requests: readonly { job: string; key: string }[];
   /** Requests held right now (not answered). */
@@ -34,79 +40,71 @@ export interface TransferServer {
   close(): Promise<void>;
 }
 
-async function readBody(req: IncomingMessage): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of req) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8');
-}
+const OPERATION = 'POST /transfers';
 
-const send = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => {
-  const type = status >= 400 ? 'application/problem+json' : 'application/json';
-  res.writeHead(status, { 'Content-Type': type, ...headers }).end(JSON.stringify(body));
-};
-
-export async function startTransferServer(): Promise<TransferServer> {
-  const keys = new Map<string, KeyRow>();
-  const transfers: Transfer[] = [];
+export async function startTransferServer(dir: string): Promise<TransferServer> {
+  const store = await openSqliteKeyStore({ file: join(dir, 'transfers.db') });
+  await store.transaction((tx) =>
+    tx.exec(`CREATE TABLE IF NOT EXISTS transfers (
+      id INTEGER PRIMARY KEY, job TEXT NOT NULL, key TEXT NOT NULL, amount INTEGER NOT NULL,
+      created_at INTEGER NOT NULL)`),
+  );
+  const idempotency = createIdempotency<SqliteTransaction>({ store });
   const requests: { job: string; key: string }[] = [];
   let held = 0;
   let holdCount = 0;
 
-  const commit = (row: KeyRow, job: string, amount: number) => {
-    const transfer = { id: `tr_${transfers.length + 1}`, job, amount };
-    transfers.push(transfer);
-    Object.assign(row, { state: 'done', answer: JSON.stringify(transfer) });
-    return transfer;
-  };
+  const app = express();
+  app.use(express.json());
+  app.post(
+    '/transfers',
+    (req, res, next) => {
+      const { job } = (req.body ?? {}) as { job?: string };
+      requests.push({ job: String(job), key: String(req.headers['idempotency-key']).replaceAll('"', '') });
+      if (!state.holding) return next();
+      held++;
+      res.once('close', () => held--);
+      if (holdCount++ % 2 === 1) return; // held before the key: never runs; the client's close drops it
+      // Runs and commits; the answer never leaves (until the client gives up).
+      res.end = (() => res) as typeof res.end;
+      next();
+    },
+    idempotent(idempotency, ({ tx, json, key }) => {
+      const { job, amount } = json as { job: string; amount: number };
+      // `tx` holds the key row: the transfer commits with it, or not at all.
+      const { id } = tx.get<{ id: number }>(
+        'INSERT INTO transfers (job, key, amount, created_at) VALUES (?, ?, ?, ?) RETURNING id',
+        job,
+        key,
+        amount,
+        Date.now(),
+      )!;
+      return { status: 201, body: { id: `tr_${id}`, job, amount } };
+    }),
+  );
 
+  const server: Server = await new Promise((resolve, reject) => {
+    const listening = app.listen(0, '127.0.0.1', (error?: Error) => (error ? reject(error) : resolve(listening)));
+  });
+  const { port } = server.address() as AddressInfo;
   const state: TransferServer = {
-    url: '',
-    transfers,
+    url: `http://127.0.0.1:${port}/`,
+    transfers: () =>
+      store.transaction((tx) => tx.all<Transfer>('SELECT id, job, key, amount FROM transfers ORDER BY id')),
+    invariant: () =>
+      store.checkInvariant({ operation: OPERATION, effectsSql: 'SELECT count(*) FROM transfers WHERE created_at > ?' }),
     requests,
     get held() {
       return held;
     },
     holding: false,
-    close: () =>
-      new Promise<void>((resolve) => {
+    async close() {
+      await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
-      }),
+      });
+      await store.close();
+    },
   };
-
-  const server = createServer(async (req, res) => {
-    const raw = await readBody(req);
-    if (req.method !== 'POST' || req.url !== '/transfers') return send(res, 404, { title: 'Not Found', status: 404 });
-    const key = /^"([^"\\]{1,255})"$/.exec(req.headers['idempotency-key'] as string)?.[1];
-    if (!key) return send(res, 400, { title: 'Idempotency-Key missing or invalid', status: 400 });
-    const { job, amount } = JSON.parse(raw) as { job: string; amount: number };
-    requests.push({ job, key });
-
-    const row = keys.get(key);
-    // The same client sends the same bytes on every attempt, so bytes are compared here.
-    if (row && row.body !== raw) return send(res, 422, { title: 'Idempotency-Key reused', status: 422 });
-    if (row?.state === 'in_progress') {
-      return send(res, 409, { title: 'A request with this key is in progress', status: 409 }, { 'Retry-After': '1' });
-    }
-    if (row?.state === 'done') {
-      res.writeHead(201, { 'Content-Type': 'application/json', 'Idempotent-Replayed': 'true' }).end(row.answer);
-      return;
-    }
-
-    const claimed: KeyRow = { body: raw, state: 'in_progress' };
-    keys.set(key, claimed);
-    if (!state.holding) return send(res, 201, commit(claimed, job, amount));
-
-    held++;
-    const commitFirst = holdCount++ % 2 === 0;
-    if (commitFirst) commit(claimed, job, amount); // the money moved; the answer will never come
-    res.on('close', () => {
-      held--;
-      if (!commitFirst) keys.delete(key); // rolled back: the key is free, a resend runs it
-    });
-  });
-
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return Object.assign(state, { url: `http://127.0.0.1:${port}/` });
+  return state;
 }
