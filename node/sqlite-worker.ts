@@ -19,7 +19,7 @@ import { openDatabase, retryWhileBusy } from './sqlite-open.js';
 import { rowValue, type StoredRow } from './sqlite-rows.js';
 import { fileError } from './sqlite-schema.js';
 import type { Calls, CommitTiming, FromWorker, Op, SeenRow, ToWorker, WorkerConfig } from './sqlite-wire.js';
-import { toWire } from './sqlite-wire.js';
+import { decodeCalls, encodeResult, toWire } from './sqlite-wire.js';
 import { WalCheckpointer } from './wal-checkpointer.js';
 
 /** Commits after which a durable store checkpoints from a thread of its own. */
@@ -288,7 +288,7 @@ const handlers: Handlers = {
 
 // Answers go out together, once the turn's promise jobs have run (a tick): one message per
 // commit, not per call, and without waiting for another turn of the loop.
-let outbox: ({ id: number; value: unknown } | { id: number; error: ReturnType<typeof toWire> })[] = [];
+let outbox: unknown[] = [];
 let flushing = false;
 let outstanding = 0;
 /** An open that failed is every call's answer; then the thread ends, and the next call starts a new one. */
@@ -304,8 +304,8 @@ const whenAnswered: (() => void)[] = [];
 const allAnswered = (): Promise<void> =>
   outstanding === 0 ? Promise.resolve() : new Promise((resolve) => whenAnswered.push(resolve));
 
-function answer(entry: (typeof outbox)[number]): void {
-  outbox.push(entry);
+function answer(id: number, result: { value: unknown } | { error: ReturnType<typeof toWire> }): void {
+  encodeResult(outbox, id, result);
   if (--outstanding === 0) {
     clearInterval(heartbeat);
     heartbeat = undefined;
@@ -365,15 +365,15 @@ function receive(message: ToWorker): void {
     return;
   }
   time(message.timed);
-  outstanding += message.calls.length;
   // The main thread takes a silent thread with calls outstanding for a stuck one.
   heartbeat ??= setInterval(() => post({ type: 'alive' }), 1000);
-  for (const { id, op, args } of message.calls) {
+  decodeCalls(message.calls, (id, op, args) => {
+    outstanding++;
     opening
       .then((o) => (handlers[op] as (o: Opened, args: unknown) => unknown)(o, args))
       .then(
-        (value) => answer({ id, value }),
-        (error: unknown) => answer({ id, error: toWire(wrap(error)) }),
+        (value) => answer(id, { value }),
+        (error: unknown) => answer(id, { error: toWire(wrap(error)) }),
       );
-  }
+  });
 }
