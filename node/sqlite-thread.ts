@@ -73,8 +73,8 @@ import(${JSON.stringify(entry.href)});
 let nextId = 1;
 
 /**
- * One thread kept for the next store that starts one: from a closed store, or started
- * ahead by `prestart()`. A thread costs tens of ms to start (hundreds on a loaded machine).
+ * One thread kept from a closed store for the next store that starts one: a thread costs
+ * tens of ms to start (hundreds on a loaded machine).
  */
 let spare: Worker | undefined;
 
@@ -83,24 +83,6 @@ function keepSpare(worker: Worker): void {
   worker.once('exit', () => {
     if (spare === worker) spare = undefined;
   });
-}
-
-/**
- * Starts a thread for the next store to take, unless one is kept already: it loads its
- * code while the app goes on, which is most of a process's first call. It opens nothing
- * until a store takes it, and keeps no process alive.
- */
-export function prestart(): void {
-  if (spare) return;
-  try {
-    const { script, eval: evaluated } = workerScript();
-    const worker = new Worker(script, { eval: evaluated, workerData: null });
-    worker.on('error', () => undefined);
-    worker.unref();
-    keepSpare(worker);
-  } catch {
-    // The first call starts a thread itself, and says why it cannot.
-  }
 }
 
 interface Pending {

@@ -7,17 +7,15 @@
  * holds the text the updater saw).
  */
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
-import { OncelyError, StoreError } from '../src/errors.js';
 import { corruptRecordError, type QuarantineMarker, readSlot } from '../src/store/corrupt-records.js';
 import { isPending, isSweepable, SWEEPABLE_STATES } from '../src/store/record-rules.js';
 import { parseRecord } from '../src/store/record-schema.js';
 import type { IntentRecord, IntentState, StoreEvent } from '../src/store/store.js';
 import { CommitQueue, commitChannel, type WriteContext } from './commit-queue.js';
 import { legacyId } from './file-store-import.js';
-import { sqliteCode } from './sqlite-driver.js';
 import { openDatabase, retryWhileBusy } from './sqlite-open.js';
 import { rowValue, type StoredRow } from './sqlite-rows.js';
-import { fileError } from './sqlite-schema.js';
+import { storeError } from './sqlite-schema.js';
 import type { Calls, CommitTiming, FromWorker, Op, SeenRow, ToWorker, WorkerConfig } from './sqlite-wire.js';
 import { decodeCalls, encodeResult, toWire } from './sqlite-wire.js';
 import { WalCheckpointer } from './wal-checkpointer.js';
@@ -26,28 +24,15 @@ import { WalCheckpointer } from './wal-checkpointer.js';
 const CHECKPOINTER_AFTER = 100;
 
 /**
- * The store this thread serves now: a thread is kept for the next store once one closes.
- * None yet in a thread started ahead of its store (`prestart()`): it waits for `open`.
+ * The store this thread serves now: a thread is kept for the next store once one closes
+ * (it gets `open`). Without one in `workerData` it waits for `open`.
  */
 let config = workerData as WorkerConfig;
 let hooks: Int32Array | undefined;
 const port = parentPort!;
 const post = (message: FromWorker) => port.postMessage(message);
 
-function wrap(error: unknown): unknown {
-  if (error instanceof OncelyError) return error;
-  const bad = fileError(config.file, error);
-  if (bad) return bad;
-  const code = (error as { code?: unknown } | null)?.code;
-  if (
-    sqliteCode(error) !== undefined ||
-    (typeof code === 'string' && (code.startsWith('ERR_SQLITE') || code.startsWith('E')))
-  ) {
-    const message = error instanceof Error ? error.message : String(error);
-    return new StoreError(`oncely's database ${config.file} failed: ${message}`, { cause: error });
-  }
-  return error;
-}
+const wrap = (error: unknown): unknown => storeError(config.file, error);
 
 const quarantineReason = (reason: string, salvaged: boolean) =>
   `${reason}; ${salvaged ? 'its key was kept and the intent set to unknown' : 'no usable key: the intent is blocked until it is reconciled and deleted'}`;
