@@ -104,9 +104,17 @@ export class MainThreadReader {
       throw storeError(this.#file, error);
     }
     try {
-      // A foreign or newer file throws its StoreFileError here, as the thread would.
-      const current = await this.#retry(() => checkAndMigrate(db, this.#file, false));
-      const blocked = current && Number(db.prepare('SELECT count(*) AS n FROM legacy_blocked').get()?.n) > 0;
+      // A foreign or newer file throws its StoreFileError here, as the thread would. One
+      // snapshot: another process creating the file commits its tables and its id together.
+      const [current, blocked] = await this.#retry(() => {
+        db.exec('BEGIN');
+        try {
+          const current = checkAndMigrate(db, this.#file, false);
+          return [current, current && Number(db.prepare('SELECT count(*) AS n FROM legacy_blocked').get()?.n) > 0];
+        } finally {
+          db.exec('COMMIT');
+        }
+      });
       if (!current || blocked) {
         db.close();
         this.close();
