@@ -2,7 +2,8 @@
  * Two or more builds of oncely against each other, interleaved in one process: the way
  * to tell a change from the noise of a shared machine, which moves a single run's ratios
  * by 2–3×. Each round times bare ky, then each build (order rotated per round) with a
- * fresh SqliteStore: `client.send()` and `intent()` + `post()`, sequentially.
+ * fresh SqliteStore: `client.send()` and `intent()` + `post()`, sequentially; then the
+ * store's claims alone, sequential and 64 at once (time per claim).
  *
  *   npm run build && git worktree add /tmp/before <commit> && (cd /tmp/before && npm ci && npm run build)
  *   node bench/compare-builds.ts /tmp/before/dist dist [rounds = 6] [requests = 300]
@@ -35,7 +36,31 @@ const perRequest = async (run: (i: number) => Promise<unknown>) => {
   for (let i = 0; i < requests; i++) await run(i);
   return ((performance.now() - started) / requests) * 1000;
 };
-const kinds = ['send', 'intent+post'] as const;
+const kinds = ['send', 'intent+post', 'claim', 'claim c=64'] as const;
+const fresh = (name: string) => {
+  const now = Date.now();
+  return {
+    v: 1,
+    scope: 'bench',
+    name,
+    key: crypto.randomUUID(),
+    state: 'ready',
+    attempts: 0,
+    createdAt: now,
+    updatedAt: now,
+  };
+};
+/** µs per claim of `count` claims over `loops` loops. */
+const claims = async (store: { claim(r: unknown): Promise<unknown> }, loops: number, count: number, tag: string) => {
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: loops }, async () => {
+      while (next < count) await store.claim(fresh(`${tag}${next++}`));
+    }),
+  );
+  return ((performance.now() - started) / count) * 1000;
+};
 const times = {
   ky: [] as number[],
   ...Object.fromEntries(kinds.map((k) => [k, builds.map(() => [] as number[])])),
@@ -56,6 +81,8 @@ for (let round = 0; round < rounds; round++) {
     times['intent+post'][b]!.push(
       await perRequest(async (i) => (await client.intent(`i${i}`)).post('ok', { json: payload })),
     );
+    times.claim[b]!.push(await claims(store, 1, requests, 'c'));
+    times['claim c=64'][b]!.push(await claims(store, 64, requests * 20, 'p'));
     await client.close();
     await rm(dir, { recursive: true, force: true });
   }
@@ -66,7 +93,7 @@ for (const kind of kinds) {
   for (const [b, dist] of builds.entries()) {
     const own = times[kind][b]!;
     const ratio = b === 0 ? '' : `; / first build ${fmtRatio(spread(own.map((t, r) => t / times[kind][0]![r]!)))}`;
-    console.log(`${kind.padEnd(11)} ${dist}: ${spread(own).median.toFixed(0)} µs per request${ratio}`);
+    console.log(`${kind.padEnd(12)} ${dist}: ${spread(own).median.toFixed(0)} µs per request${ratio}`);
   }
 }
 console.log(`${rounds} rounds of ${requests}; load ${load.map((l) => l.toFixed(1)).join(' → ')}`);

@@ -17,16 +17,19 @@
 import { writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { type BrowserResult, browserRows, measureBrowser } from './browser.ts';
-import { bundleRows, measureBundle } from './bundle.ts';
-import { type ClaimsResult, claimsRows, measureClaims } from './durable-claims.ts';
-import { type GrowthResult, growthRows, measureGrowth } from './growth.ts';
-import { measureOverhead, type OverheadMode, overheadRows } from './http-overhead.ts';
-import { notes } from './oncely.ts';
-import { measureRetryCpu, type RetryCpuResult, retryCpuRows } from './retry-cpu.ts';
-import { measureServer, type ServerResult, serverRows } from './server.ts';
+import type { BrowserResult } from './browser.ts';
+import type { ClaimsResult } from './durable-claims.ts';
+import type { GrowthResult } from './growth.ts';
+import type { OverheadMode } from './http-overhead.ts';
+import type { RetryCpuResult } from './retry-cpu.ts';
+import type { ServerResult } from './server.ts';
 import { startServer } from './server-process.ts';
-import { measureStartup, type StartupResult, startupRows } from './startup.ts';
+import type { StartupResult } from './startup.ts';
+
+// Each section loads its module (and the tools it needs: Playwright, esbuild, pg, the built
+// package) when it runs, so that `--only=overhead,claims,retry,startup` runs on a machine
+// with only Node and the built package.
+const notes: string[] = [];
 
 const SECTIONS = ['overhead', 'claims', 'growth', 'browser', 'retry', 'startup', 'bundle', 'server'] as const;
 type Section = (typeof SECTIONS)[number];
@@ -85,6 +88,7 @@ const server = await startServer();
 
 try {
   await section('overhead', async () => {
+    const { measureOverhead, overheadRows } = await import('./http-overhead.ts');
     const modes: OverheadMode[] = await measureOverhead(server, {
       rounds: quick ? 3 : 5,
       requests: quick ? 500 : 2000,
@@ -112,6 +116,7 @@ try {
   });
 
   await section('claims', async () => {
+    const { claimsRows, measureClaims } = await import('./durable-claims.ts');
     const claims: ClaimsResult = await measureClaims({ seconds: quick ? 1 : 1.5, rounds: quick ? 3 : 5 });
     results.claims = claims;
     const targets: Target[] = [
@@ -125,6 +130,7 @@ try {
   });
 
   await section('growth', async () => {
+    const { growthRows, measureGrowth } = await import('./growth.ts');
     const growth: GrowthResult = await measureGrowth({
       sizes: quick ? [1000, 10_000] : [1000, 10_000, 100_000, 1_000_000],
       claims: quick ? 100 : 300,
@@ -149,6 +155,7 @@ try {
 
   await section('browser', async () => {
     // Issue 13: the median over 200 real clicks, against TanStack's useMutation + fetch as the floor.
+    const { browserRows, measureBrowser } = await import('./browser.ts');
     const browser: BrowserResult = await measureBrowser({
       claims: 500,
       clicks: quick ? 40 : 200,
@@ -168,6 +175,7 @@ try {
   });
 
   await section('retry', async () => {
+    const { measureRetryCpu, retryCpuRows } = await import('./retry-cpu.ts');
     const retry: RetryCpuResult = await measureRetryCpu(server, {
       rounds: quick ? 3 : 5,
       calls: quick ? 50 : 100,
@@ -179,6 +187,7 @@ try {
   });
 
   await section('startup', async () => {
+    const { measureStartup, startupRows } = await import('./startup.ts');
     const startup: StartupResult = await measureStartup({ rounds: quick ? 3 : 5, samples: quick ? 5 : 9 });
     results.startup = startup;
     for (const [measure, figure, detail] of startupRows(startup))
@@ -192,6 +201,7 @@ try {
   });
 
   await section('bundle', async () => {
+    const { bundleRows, measureBundle } = await import('./bundle.ts');
     const bundle = await measureBundle();
     results.bundle = bundle;
     const { budget } = bundle;
@@ -212,6 +222,7 @@ try {
   });
 
   await section('server', async () => {
+    const { measureServer, serverRows } = await import('./server.ts');
     const result: ServerResult = await measureServer({
       rounds: quick ? 3 : 5,
       sequential: quick ? 100 : 150,
@@ -233,6 +244,8 @@ try {
 
 const totalMs = Math.round(performance.now() - started);
 printTable(rows);
+const loaded = await import('./oncely.ts').then((m) => m.notes).catch(() => [] as string[]);
+notes.push(...loaded);
 for (const note of notes) console.log(`note: ${note}`);
 for (const [name, stack] of Object.entries(failures)) console.log(`section ${name} failed:\n${stack}`);
 console.log(

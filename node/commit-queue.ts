@@ -219,7 +219,12 @@ export class CommitQueue {
     commitChannel.publish({ ms: performance.now() - started, cpuMs, writes: batch.length });
   }
 
-  #run(batch: Job[]): void {
+  /**
+   * One transaction for `batch`. First without a savepoint per write (two statements each,
+   * a fifth of a claim's time on the thread): a write that throws then rolls the batch back,
+   * and it runs again with savepoints, so that its failure undoes its own changes only.
+   */
+  #run(batch: Job[], savepoints = false): void {
     const db = this.#db;
     const sql = this.#sql;
     try {
@@ -233,7 +238,7 @@ export class CommitQueue {
     const outcomes: ({ value: unknown } | { error: unknown })[] = [];
     let aborted: unknown;
     // One write alone needs no savepoint: its failure rolls the whole transaction back.
-    const alone = batch.length === 1;
+    const alone = !savepoints || batch.length === 1;
     for (const job of batch) {
       if (aborted !== undefined) break;
       if (!alone) sql.savepoint.run();
@@ -259,6 +264,10 @@ export class CommitQueue {
           if (!alone) sql.release.run();
           after.push(...jobAfter);
           outcomes.push({ error: error.error });
+        } else if (!savepoints && batch.length > 1) {
+          db.exec('ROLLBACK');
+          this.#run(batch, true);
+          return;
         } else {
           if (alone) db.exec('ROLLBACK');
           else {

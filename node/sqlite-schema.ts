@@ -3,7 +3,7 @@
  * it is migrated. A file that is not SQLite, or a SQLite file of another program or of
  * a newer oncely, is reported (`StoreFileError`), never replaced.
  */
-import { StoreError } from '../src/errors.js';
+import { OncelyError, StoreError } from '../src/errors.js';
 import { type Db, SQLITE_CORRUPT, SQLITE_NOTADB, sqliteCode } from './sqlite-driver.js';
 
 /** `PRAGMA application_id` of oncely's database files ('onc1'). */
@@ -109,4 +109,20 @@ export function fileError(file: string, error: unknown): StoreFileError | undefi
   if (code === SQLITE_NOTADB) return new StoreFileError(file, 'not-a-database', 'it is not a SQLite database', error);
   if (code === SQLITE_CORRUPT) return new StoreFileError(file, 'corrupt', 'the database file is damaged', error);
   return undefined;
+}
+
+/** What a caller gets for an error met on `file`: a bad file's StoreFileError, a StoreError for SQLite's and the file system's, oncely's own as is. */
+export function storeError(file: string, error: unknown): unknown {
+  if (error instanceof OncelyError) return error;
+  const bad = fileError(file, error);
+  if (bad) return bad;
+  const code = (error as { code?: unknown } | null)?.code;
+  if (
+    sqliteCode(error) !== undefined ||
+    (typeof code === 'string' && (code.startsWith('ERR_SQLITE') || code.startsWith('E')))
+  ) {
+    const message = error instanceof Error ? error.message : String(error);
+    return new StoreError(`oncely's database ${file} failed: ${message}`, { cause: error });
+  }
+  return error;
 }

@@ -17,8 +17,9 @@ import type {
   WriteOptions,
 } from '../src/store/store.js';
 import { type RunningCheck, startIntegrityCheck } from './integrity-check.js';
+import { MainThreadReader } from './sqlite-reader.js';
 import { type QuarantinedRecord, rowValue } from './sqlite-rows.js';
-import { prestart, SqliteThread, stallTimeout, testHooks } from './sqlite-thread.js';
+import { SqliteThread, stallTimeout, testHooks } from './sqlite-thread.js';
 import type { Calls, Op, SeenRow, WorkerConfig } from './sqlite-wire.js';
 import { defaultStateDir } from './state-dir.js';
 
@@ -85,10 +86,11 @@ const SEEN_MAX = 1024;
  * (`CorruptRecordError`) until the app reconciles and deletes it. A database file that is
  * not oncely's is reported (`StoreFileError`) and left alone.
  *
- * Construction touches no file; the file is opened on first use ({@link openSqliteStore}
- * opens it up front). It starts a database thread ahead, unless one is waiting already,
- * so that the first call does not wait for the thread to load. One machine only: not
- * for network file systems.
+ * Construction touches no file and starts no thread; the file is opened on first use
+ * ({@link openSqliteStore} opens it up front). Until its first write the store reads on
+ * the main thread, read-only (`sqlite-reader.ts`): the database thread starts when a
+ * write needs it, so a process that only reads, or never forms an intent, pays for none.
+ * One machine only: not for network file systems.
  *
  * @example
  * const store = await openSqliteStore(); // ~/.local/state/oncely/intents.db on Linux
@@ -104,6 +106,11 @@ export class SqliteStore implements Store, ObservableStore {
   readonly #now: () => number;
   readonly #listeners = new StoreListeners();
   readonly #thread: SqliteThread;
+  readonly #reader: MainThreadReader;
+  /** A call went to the thread: from then on every call does, in order, so reads see this store's writes. */
+  #threaded = false;
+  /** Reads under way on the main thread, each until it has its answer or has handed its call to the thread: close() waits for them. */
+  readonly #reading = new Set<Promise<unknown>>();
   /** By `intentId(scope, name)`: the row as this store last read or wrote it (a hint: a conditional write checks it). */
   readonly #seen = new Map<string, SeenRow>();
   readonly #checks = new Set<RunningCheck>();
@@ -127,12 +134,13 @@ export class SqliteStore implements Store, ObservableStore {
     };
     this.#hooks = internal[testHooks];
     this.#thread = new SqliteThread(config, (event) => this.#listeners.emit(event), internal[stallTimeout]);
-    prestart();
+    this.#reader = new MainThreadReader(this.dir, this.file, this.#lockTimeout);
   }
 
   /** Opens the database (idempotent): checks, migrates, imports a FileStore directory. */
   async open(): Promise<void> {
-    await this.#call('open', {});
+    if (this.#closed) throw this.#closedError();
+    await this.#readFirst(async () => ((await this.#reader.ready()) ? null : undefined), 'open', {});
   }
 
   async claim(fresh: IntentRecord, options: ClaimOptions = {}): Promise<ClaimResult> {
@@ -212,7 +220,8 @@ export class SqliteStore implements Store, ObservableStore {
   /** The records of `scope`. Bad rows met are quarantined (salvaged keys are listed as unknown). */
   async list(scope: string, states?: readonly IntentState[]): Promise<IntentRecord[]> {
     checkStorable(scope);
-    return this.#call('list', { scope, states, now: this.#now() });
+    const now = this.#now();
+    return this.#readFirst(() => this.#reader.list(scope, states, now), 'list', { scope, states, now });
   }
 
   /** Removes the scope's intents and its quarantined records (with `keepPending`, only settled and unsent intents). */
@@ -235,7 +244,7 @@ export class SqliteStore implements Store, ObservableStore {
 
   /** Bad records set aside, of one scope or of all. Kept until `clear(scope)`. */
   async listQuarantined(scope?: string): Promise<QuarantinedRecord[]> {
-    return this.#call('quarantined', { scope });
+    return this.#readFirst(() => this.#reader.quarantined(scope), 'quarantined', { scope });
   }
 
   /**
@@ -280,13 +289,46 @@ export class SqliteStore implements Store, ObservableStore {
     if (this.#closed) return;
     this.#closed = true;
     this.#seen.clear();
+    await Promise.allSettled([...this.#reading]);
+    this.#reader.close();
     await Promise.all([...this.#checks].map((check) => check.stop()));
     await this.#thread.close(this.#lockTimeout + 5_000);
   }
 
   #call<K extends Op>(op: K, args: Calls[K][0]): Promise<Calls[K][1]> {
     if (this.#closed) return Promise.reject(this.#closedError());
+    return this.#toThread(op, args);
+  }
+
+  #toThread<K extends Op>(op: K, args: Calls[K][0]): Promise<Calls[K][1]> {
+    if (!this.#threaded) {
+      this.#threaded = true;
+      this.#reader.close();
+    }
     return this.#thread.call(op, args);
+  }
+
+  /**
+   * A read answered on the main thread while this store has not written (`here`: undefined
+   * when it cannot answer), else by the thread. One called before close() is answered.
+   */
+  async #readFirst<K extends Op>(
+    here: () => Promise<Calls[K][1] | null | undefined>,
+    op: K,
+    args: Calls[K][0],
+  ): Promise<Calls[K][1]> {
+    if (this.#closed) throw this.#closedError();
+    if (this.#threaded) return this.#toThread(op, args);
+    const decided = here().then((found) =>
+      found === undefined ? { call: this.#toThread(op, args) } : { found: found ?? undefined },
+    );
+    this.#reading.add(decided);
+    try {
+      const answer = await decided;
+      return 'call' in answer ? await answer.call : (answer.found as Calls[K][1]);
+    } finally {
+      this.#reading.delete(decided);
+    }
   }
 
   #closedError(): StoreError {
@@ -294,7 +336,8 @@ export class SqliteStore implements Store, ObservableStore {
   }
 
   async #read(scope: string, name: string, peek = false): Promise<SeenRow> {
-    const row = await this.#call('read', { scope, name, now: this.#now(), peek });
+    const now = this.#now();
+    const row = await this.#readFirst(() => this.#reader.get(scope, name, now), 'read', { scope, name, now, peek });
     this.#remember(scope, name, row);
     return row;
   }

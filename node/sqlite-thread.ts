@@ -10,7 +10,16 @@ import { Worker } from 'node:worker_threads';
 import { StoreError } from '../src/errors.js';
 import type { StoreEvent } from '../src/store/store.js';
 import { commitChannel, threadCpuMs } from './commit-queue.js';
-import { type Calls, type FromWorker, fromWire, type Op, type ToWorker, type WorkerConfig } from './sqlite-wire.js';
+import {
+  type Calls,
+  decodeResults,
+  encodeCall,
+  type FromWorker,
+  fromWire,
+  type Op,
+  type ToWorker,
+  type WorkerConfig,
+} from './sqlite-wire.js';
 
 /** @internal Tests only: a SharedArrayBuffer of 2 or 3 Int32 the threads read (see `WorkerConfig.hooks`). */
 export const testHooks: unique symbol = Symbol('oncely.sqlite.testHooks');
@@ -64,8 +73,8 @@ import(${JSON.stringify(entry.href)});
 let nextId = 1;
 
 /**
- * One thread kept for the next store that starts one: from a closed store, or started
- * ahead by `prestart()`. A thread costs tens of ms to start (hundreds on a loaded machine).
+ * One thread kept from a closed store for the next store that starts one: a thread costs
+ * tens of ms to start (hundreds on a loaded machine).
  */
 let spare: Worker | undefined;
 
@@ -74,24 +83,6 @@ function keepSpare(worker: Worker): void {
   worker.once('exit', () => {
     if (spare === worker) spare = undefined;
   });
-}
-
-/**
- * Starts a thread for the next store to take, unless one is kept already: it loads its
- * code while the app goes on, which is most of a process's first call. It opens nothing
- * until a store takes it, and keeps no process alive.
- */
-export function prestart(): void {
-  if (spare) return;
-  try {
-    const { script, eval: evaluated } = workerScript();
-    const worker = new Worker(script, { eval: evaluated, workerData: null });
-    worker.on('error', () => undefined);
-    worker.unref();
-    keepSpare(worker);
-  } catch {
-    // The first call starts a thread itself, and says why it cannot.
-  }
 }
 
 interface Pending {
@@ -106,7 +97,8 @@ export class SqliteThread {
   readonly #stallMs: number;
   #worker: Worker | undefined;
   #pending = new Map<number, Pending>();
-  #outbox: { id: number; op: Op; args: unknown }[] = [];
+  /** Calls not sent yet, flat (`encodeCall`). */
+  #outbox: unknown[] = [];
   #heard = 0;
   /** When the watchdog last ran: a tick far later than CHECK_MS means this thread's own loop was held. */
   #checked = 0;
@@ -151,8 +143,9 @@ export class SqliteThread {
         this.#checked = this.#heard;
         this.#watchdog ??= io.setInterval(() => this.#check(), CHECK_MS).unref();
       }
-      this.#outbox.push({ id, op, args });
-      if (this.#outbox.length === 1) queueMicrotask(() => this.#send());
+      const first = this.#outbox.length === 0;
+      encodeCall(this.#outbox, id, op, args);
+      if (first) queueMicrotask(() => this.#send());
     });
     if (started) this.#sendMs += performance.now() - started;
     return promise;
@@ -220,20 +213,22 @@ export class SqliteThread {
     const started = timed ? performance.now() : 0;
     const cpu = timed ? threadCpuMs() : 0;
     for (const event of message.events) this.#emit(event);
-    for (const result of message.results) {
-      const pending = this.#pending.get(result.id);
-      if (!pending) continue;
-      this.#pending.delete(result.id);
+    let answered = 0;
+    decodeResults(message.results, (id, result) => {
+      answered++;
+      const pending = this.#pending.get(id);
+      if (!pending) return;
+      this.#pending.delete(id);
       if ('error' in result) pending.reject(fromWire(result.error));
       else pending.resolve(result.value);
-    }
+    });
     if (this.#pending.size === 0) this.#idle(worker);
     if (timed) {
       // The main thread's side of these answers: what the event loop was held for.
       commitChannel.publish({
         ms: performance.now() - started + this.#sendMs,
         cpuMs: threadCpuMs() - cpu,
-        writes: message.results.length,
+        writes: answered,
         thread: 'main',
         worker: message.commits,
         syncs: message.syncs,

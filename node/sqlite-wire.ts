@@ -56,7 +56,7 @@ export type Op = keyof Calls;
 
 export type ToWorker =
   /** `timed`: the main thread listens on `oncely:sqlite:commit`, so answers carry the commits' timings. */
-  | { type: 'calls'; calls: { id: number; op: Op; args: unknown }[]; timed: boolean }
+  | { type: 'calls'; calls: unknown[]; timed: boolean }
   | { type: 'close' }
   /** A thread kept from a closed store serves a new one. */
   | { type: 'open'; config: WorkerConfig };
@@ -73,7 +73,8 @@ export type FromWorker =
       type: 'results';
       /** Quarantines reported by commits before these answers. */
       events: StoreEvent[];
-      results: ({ id: number; value: unknown } | { id: number; error: WireError })[];
+      /** Flat, as `encodeResult` writes them. */
+      results: unknown[];
       commits: CommitTiming[];
       /** Syncs of the WAL since the last answers. */
       syncs: number;
@@ -81,6 +82,69 @@ export type FromWorker =
   /** Sent every second while calls are outstanding: the thread's loop is alive. */
   | { type: 'alive' }
   | { type: 'closed' };
+
+// Calls and answers cross flat, one array of strings and numbers per message: a structured
+// clone of that costs a fifth of one of an object per call (1.4 vs 7 µs a claim, measured).
+
+/** Appends a call: its id, its op, then a claim's or a write's fields in order (another op's arguments as one object). */
+export function encodeCall(out: unknown[], id: number, op: Op, args: unknown): void {
+  if (op === 'claim') {
+    const a = args as Calls['claim'][0];
+    out.push(id, op, a.scope, a.name, a.row.text, a.row.state, a.row.sweepAt, a.now);
+  } else if (op === 'write') {
+    const a = args as Calls['write'][0];
+    out.push(id, op, a.scope, a.name, a.row.text, a.row.state, a.row.sweepAt, a.expected, a.strict, a.now);
+  } else out.push(id, op, args);
+}
+
+/** The calls `encodeCall` wrote, in order. */
+export function decodeCalls(flat: readonly unknown[], each: (id: number, op: Op, args: unknown) => void): void {
+  for (let i = 0; i < flat.length; ) {
+    const id = flat[i] as number;
+    const op = flat[i + 1] as Op;
+    const f = (n: number) => flat[i + 2 + n] as never;
+    if (op === 'claim') {
+      each(id, op, { scope: f(0), name: f(1), row: { text: f(2), state: f(3), sweepAt: f(4) }, now: f(5) });
+      i += 8;
+    } else if (op === 'write') {
+      const row = { text: f(2), state: f(3), sweepAt: f(4) };
+      each(id, op, { scope: f(0), name: f(1), row, expected: f(5), strict: f(6), now: f(7) });
+      i += 10;
+    } else {
+      each(id, op, f(0));
+      i += 3;
+    }
+  }
+}
+
+/** An answer's tag: `Created` a claim's `{ created: true }`, `Written` a write's `{ ok: true }`. */
+const Tag = { Value: 0, Error: 1, Created: 2, Written: 3 } as const;
+
+/** Appends an answer: id, tag, payload (the common answers of claims and writes as a tag alone). */
+export function encodeResult(out: unknown[], id: number, result: { value: unknown } | { error: WireError }): void {
+  if ('error' in result) return void out.push(id, Tag.Error, result.error);
+  const value = result.value as { created?: unknown; ok?: unknown } | undefined;
+  if (value?.created === true) out.push(id, Tag.Created, 0);
+  else if (value?.ok === true) out.push(id, Tag.Written, 0);
+  else out.push(id, Tag.Value, value);
+}
+
+/** The answers `encodeResult` wrote, in order. */
+export function decodeResults(
+  flat: readonly unknown[],
+  each: (id: number, result: { value: unknown } | { error: WireError }) => void,
+): void {
+  for (let i = 0; i < flat.length; i += 3) {
+    const tag = flat[i + 1];
+    const payload = flat[i + 2];
+    each(
+      flat[i] as number,
+      tag === Tag.Error
+        ? { error: payload as WireError }
+        : { value: tag === Tag.Created ? { created: true } : tag === Tag.Written ? { ok: true } : payload },
+    );
+  }
+}
 
 export type WireError =
   | { kind: 'corrupt'; scope: string | undefined; intent: string | undefined; reason: string; location: string }

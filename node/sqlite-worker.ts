@@ -7,47 +7,32 @@
  * holds the text the updater saw).
  */
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
-import { OncelyError, StoreError } from '../src/errors.js';
 import { corruptRecordError, type QuarantineMarker, readSlot } from '../src/store/corrupt-records.js';
 import { isPending, isSweepable, SWEEPABLE_STATES } from '../src/store/record-rules.js';
 import { parseRecord } from '../src/store/record-schema.js';
 import type { IntentRecord, IntentState, StoreEvent } from '../src/store/store.js';
 import { CommitQueue, commitChannel, type WriteContext } from './commit-queue.js';
 import { legacyId } from './file-store-import.js';
-import { sqliteCode } from './sqlite-driver.js';
 import { openDatabase, retryWhileBusy } from './sqlite-open.js';
 import { rowValue, type StoredRow } from './sqlite-rows.js';
-import { fileError } from './sqlite-schema.js';
+import { storeError } from './sqlite-schema.js';
 import type { Calls, CommitTiming, FromWorker, Op, SeenRow, ToWorker, WorkerConfig } from './sqlite-wire.js';
-import { toWire } from './sqlite-wire.js';
+import { decodeCalls, encodeResult, toWire } from './sqlite-wire.js';
 import { WalCheckpointer } from './wal-checkpointer.js';
 
 /** Commits after which a durable store checkpoints from a thread of its own. */
 const CHECKPOINTER_AFTER = 100;
 
 /**
- * The store this thread serves now: a thread is kept for the next store once one closes.
- * None yet in a thread started ahead of its store (`prestart()`): it waits for `open`.
+ * The store this thread serves now: a thread is kept for the next store once one closes
+ * (it gets `open`). Without one in `workerData` it waits for `open`.
  */
 let config = workerData as WorkerConfig;
 let hooks: Int32Array | undefined;
 const port = parentPort!;
 const post = (message: FromWorker) => port.postMessage(message);
 
-function wrap(error: unknown): unknown {
-  if (error instanceof OncelyError) return error;
-  const bad = fileError(config.file, error);
-  if (bad) return bad;
-  const code = (error as { code?: unknown } | null)?.code;
-  if (
-    sqliteCode(error) !== undefined ||
-    (typeof code === 'string' && (code.startsWith('ERR_SQLITE') || code.startsWith('E')))
-  ) {
-    const message = error instanceof Error ? error.message : String(error);
-    return new StoreError(`oncely's database ${config.file} failed: ${message}`, { cause: error });
-  }
-  return error;
-}
+const wrap = (error: unknown): unknown => storeError(config.file, error);
 
 const quarantineReason = (reason: string, salvaged: boolean) =>
   `${reason}; ${salvaged ? 'its key was kept and the intent set to unknown' : 'no usable key: the intent is blocked until it is reconciled and deleted'}`;
@@ -288,7 +273,7 @@ const handlers: Handlers = {
 
 // Answers go out together, once the turn's promise jobs have run (a tick): one message per
 // commit, not per call, and without waiting for another turn of the loop.
-let outbox: ({ id: number; value: unknown } | { id: number; error: ReturnType<typeof toWire> })[] = [];
+let outbox: unknown[] = [];
 let flushing = false;
 let outstanding = 0;
 /** An open that failed is every call's answer; then the thread ends, and the next call starts a new one. */
@@ -304,8 +289,8 @@ const whenAnswered: (() => void)[] = [];
 const allAnswered = (): Promise<void> =>
   outstanding === 0 ? Promise.resolve() : new Promise((resolve) => whenAnswered.push(resolve));
 
-function answer(entry: (typeof outbox)[number]): void {
-  outbox.push(entry);
+function answer(id: number, result: { value: unknown } | { error: ReturnType<typeof toWire> }): void {
+  encodeResult(outbox, id, result);
   if (--outstanding === 0) {
     clearInterval(heartbeat);
     heartbeat = undefined;
@@ -365,15 +350,15 @@ function receive(message: ToWorker): void {
     return;
   }
   time(message.timed);
-  outstanding += message.calls.length;
   // The main thread takes a silent thread with calls outstanding for a stuck one.
   heartbeat ??= setInterval(() => post({ type: 'alive' }), 1000);
-  for (const { id, op, args } of message.calls) {
+  decodeCalls(message.calls, (id, op, args) => {
+    outstanding++;
     opening
       .then((o) => (handlers[op] as (o: Opened, args: unknown) => unknown)(o, args))
       .then(
-        (value) => answer({ id, value }),
-        (error: unknown) => answer({ id, error: toWire(wrap(error)) }),
+        (value) => answer(id, { value }),
+        (error: unknown) => answer(id, { error: toWire(wrap(error)) }),
       );
-  }
+  });
 }

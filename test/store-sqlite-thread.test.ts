@@ -192,32 +192,94 @@ describe('SqliteStore: a database thread that dies', () => {
 });
 
 describe('SqliteStore: the database thread keeps no process alive', () => {
-  it('a store constructed and never used starts one thread ahead, touches no file, and its process exits by itself', {
-    timeout: 60_000,
-  }, async () => {
-    const { dir, remove } = await tempStoreDir();
-    cleanups.push(remove);
+  /** Runs `body` (module code with `SqliteStore`, `openSqliteStore` and `dir` in scope) in a new process; its last line, parsed, with the threads it started. */
+  async function inProcess(dir: string, body: string): Promise<Record<string, unknown>> {
     const resolveHook = new URL('../scripts/ts-resolve.ts', import.meta.url).href;
     const storeModule = new URL('../node/sqlite-store.ts', import.meta.url).href;
-    const storeDir = path.join(dir, 'never-used');
     const script = `
       await import(${JSON.stringify(resolveHook)});
       const { subscribe } = await import('node:diagnostics_channel');
-      const { existsSync } = await import('node:fs');
       let threads = 0;
       subscribe('worker_threads', () => threads++);
-      const { SqliteStore } = await import(${JSON.stringify(storeModule)});
-      new SqliteStore({ dir: ${JSON.stringify(storeDir)} });
-      new SqliteStore({ dir: ${JSON.stringify(storeDir)} });
-      await new Promise((resolve) => setTimeout(resolve, 200));
-      console.log(JSON.stringify({ threads, created: existsSync(${JSON.stringify(storeDir)}) }));
+      const { SqliteStore, openSqliteStore } = await import(${JSON.stringify(storeModule)});
+      const dir = ${JSON.stringify(dir)};
+      const out = {};
+      ${body}
+      console.log(JSON.stringify({ ...out, threads }));
     `;
     const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], {
       timeout: 50_000,
       cwd: fileURLToPath(new URL('..', import.meta.url)),
     });
-    // One thread ahead, not one per store (the first store to make a call takes it), loading while the app goes on.
-    expect(JSON.parse(stdout)).toEqual({ threads: 1, created: false });
+    return JSON.parse(stdout.trim().split('\n').at(-1)!);
+  }
+
+  it('a store constructed and never used starts no thread, touches no file, and its process exits by itself', {
+    timeout: 60_000,
+  }, async () => {
+    const { dir, remove } = await tempStoreDir();
+    cleanups.push(remove);
+    const result = await inProcess(
+      path.join(dir, 'never-used'),
+      `const { existsSync } = await import('node:fs');
+      new SqliteStore({ dir });
+      new SqliteStore({ dir });
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      out.created = existsSync(dir);`,
+    );
+    expect(result).toEqual({ threads: 0, created: false });
+  });
+
+  it('a process that opens a store and only reads starts no thread; its first write starts one, and reads then see it', {
+    timeout: 60_000,
+  }, async () => {
+    const { dir, remove } = await tempStoreDir();
+    cleanups.push(remove);
+    const seeded = await openSqliteStore({ dir });
+    const { record } = await seeded.claim(intentRecord('u1', 'paid'));
+    await seeded.close();
+    const result = await inProcess(
+      dir,
+      `const store = await openSqliteStore({ dir });
+      out.key = (await store.get('u1', 'paid'))?.key;
+      out.missing = (await store.get('u1', 'nothing')) ?? null;
+      out.listed = (await store.list('u1')).map((r) => r.name);
+      out.quarantined = (await store.listQuarantined()).length;
+      out.readThreads = threads;
+      const now = Date.now();
+      await store.claim({ v: 1, scope: 'u1', name: 'new', key: 'k-new-0123456789', state: 'ready', attempts: 0, createdAt: now, updatedAt: now });
+      out.after = (await store.list('u1')).map((r) => r.name).sort();
+      await store.close();`,
+    );
+    expect(result).toEqual({
+      key: record.key,
+      missing: null,
+      listed: ['paid'],
+      quarantined: 0,
+      readThreads: 0,
+      after: ['new', 'paid'],
+      threads: 1,
+    });
+  });
+
+  it('reads of a directory with no store yet answer empty, start no thread and create nothing', {
+    timeout: 60_000,
+  }, async () => {
+    const { dir, remove } = await tempStoreDir();
+    cleanups.push(remove);
+    const result = await inProcess(
+      path.join(dir, 'empty'),
+      `const { existsSync } = await import('node:fs');
+      const store = new SqliteStore({ dir });
+      out.got = (await store.get('u1', 'a')) ?? null;
+      out.listed = await store.list('u1');
+      out.created = existsSync(dir);
+      await store.open();
+      out.opened = existsSync(dir);
+      await store.close();`,
+    );
+    // open() creates the file: a write, on the thread.
+    expect(result).toEqual({ got: null, listed: [], created: false, opened: true, threads: 1 });
   });
 
   it('a script that uses the store and never closes it exits by itself', { timeout: 60_000 }, async () => {
