@@ -41,8 +41,12 @@ export function batchedInsert(pool: pg.Pool, limit = 4): (name: string) => Promi
       running++;
       (rows.length === 1 ? single(rows[0]!.name) : group(rows))
         .then(
-          () => rows.forEach((r) => r.done()),
-          (error: unknown) => rows.forEach((r) => r.failed(error)),
+          () => {
+            for (const r of rows) r.done();
+          },
+          (error: unknown) => {
+            for (const r of rows) r.failed(error);
+          },
         )
         .finally(() => {
           running--;
