@@ -15,7 +15,8 @@ import { ietf, type Profile } from './profiles/profiles.js';
 import { checkMs, MAX_TIMER, type RetryOptions, resolveRetryOptions } from './retry/policy.js';
 import { checkedStore } from './store/checked-store.js';
 import { MemoryStore } from './store/memory-store.js';
-import { isPending, PENDING_STATES, pastRetention, wellFormed } from './store/record-rules.js';
+import { queuedWritesFor } from './store/queued-writes.js';
+import { intentId, isPending, PENDING_STATES, pastRetention, wellFormed } from './store/record-rules.js';
 import type { IntentRecord, IntentState, ObservableStore, Store } from './store/store.js';
 
 export interface ClientOptions {
@@ -273,6 +274,7 @@ export function createClient(options: ClientOptions, noStore = 'createClient nee
     random: options.random ?? Math.random,
     storeTimeout: ms(options.storeTimeout, 'storeTimeout', 10_000),
     leaseTtl: ms(options.leaseTtl, 'leaseTtl', 15_000),
+    writes: queuedWritesFor(coordinator),
     inflight: new Map(),
     network: options.network === false ? undefined : (options.network ?? platformNetwork()),
     offlineWait: ms(options.offlineWait, 'offlineWait', MAX_TIMER),
@@ -305,9 +307,15 @@ export function createClient(options: ClientOptions, noStore = 'createClient nee
   };
   const guarded = <T>(what: string, run: () => Promise<T>, extra: { intent?: string } = {}) =>
     storeCall(ctx, what, run, { scope, ...extra });
-  const sweep = () => guarded('sweeping', () => store.sweep(scope, now()));
+  /** Reads see the outcomes of calls that ended here: their queued writes land first. */
+  const landed = (name?: string) => ctx.writes.landed(name === undefined ? undefined : intentId(scope, name));
+  const sweep = async () => {
+    await landed();
+    return guarded('sweeping', () => store.sweep(scope, now()));
+  };
   /** Refuses (`clear()`) while an intent of the scope may have taken effect unanswered. */
   const refusePending = async () => {
+    await landed();
     const t = now();
     const records = await guarded('listing intents', () => store.list(scope));
     const names = records.filter((r) => isPending(r, t)).map((r) => r.name);
@@ -324,6 +332,8 @@ export function createClient(options: ClientOptions, noStore = 'createClient nee
     async intent(name, intentOptions = {}) {
       const context = { intent: name, scope };
       const key = keyFor(name, intentOptions.key);
+      const queued = landed(name);
+      if (queued) await queued;
       // Strict: once intent() resolves the app may act on the key (show the order, hand it on),
       // so it survives a crash of the store (DESIGN rule 13).
       const claimed = await guarded(
@@ -358,6 +368,7 @@ export function createClient(options: ClientOptions, noStore = 'createClient nee
       }
     },
     async pending() {
+      await landed();
       const records = await guarded('listing pending intents', () => store.list(scope, PENDING_STATES));
       const t = now();
       return records.map((r) => ({
@@ -371,6 +382,7 @@ export function createClient(options: ClientOptions, noStore = 'createClient nee
       }));
     },
     async clear(clearOptions = {}) {
+      await landed();
       if (clearOptions.force === true) {
         await guarded('clearing the scope', () => store.clear(scope, {}));
         coordinator.clearNotes?.(scope); // notes of sent intents go with them
@@ -385,6 +397,7 @@ export function createClient(options: ClientOptions, noStore = 'createClient nee
     on: (type, listener) => hub.on(type, listener),
     async close() {
       for (const unsubscribe of unsubscribes) unsubscribe();
+      await landed(); // outcomes queued by this client's calls (or another's of this store) land first
       coordinator.close?.();
       // A store that hangs or throws while closing is the store's failure, within storeTimeout.
       if (store.close) await guarded('closing the store', () => store.close!());
