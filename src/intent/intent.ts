@@ -206,6 +206,15 @@ export class Intent {
   }
 }
 
+/**
+ * @internal The outcome write of `intent`'s last call, queued and not landed yet (the call
+ * ended without waiting for it): settles once it has landed or failed; `undefined` if none.
+ */
+export const queuedOutcome = (intent: Intent): Promise<void> | undefined => {
+  const h = handles.get(intent);
+  return h && landed(h);
+};
+
 /** @internal Sends one call of `intent` as `planOf` plans it (`request()`, `run()`, `intentFetch()`). */
 export async function callWith<T>(
   intent: Intent,
