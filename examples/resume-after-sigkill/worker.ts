@@ -52,7 +52,9 @@ async function resume(job: TransferJob): Promise<void> {
 async function transfer(job: TransferJob): Promise<void> {
   say(`send transfer:${job.id} (new)`);
   const res = await client.send(`transfer:${job.id}`, 'POST', 'transfers', { json: bodyOf(job) });
-  say(`done transfer:${job.id}: ${res.status}${res.replayed ? ' replayed' : ''} with key ${res.key} ${JSON.stringify(res.data)}`);
+  say(
+    `done transfer:${job.id}: ${res.status}${res.replayed ? ' replayed' : ''} with key ${res.key} ${JSON.stringify(res.data)}`,
+  );
 }
 
 try {
