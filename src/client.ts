@@ -305,17 +305,18 @@ export function createClient(options: ClientOptions, noStore = 'createClient nee
     }
     return key;
   };
-  const guarded = <T>(what: string, run: () => Promise<T>, extra: { intent?: string } = {}) =>
-    storeCall(ctx, what, run, { scope, ...extra });
-  /** Reads see the outcomes of calls that ended here: their queued writes land first. */
-  const landed = (name?: string) => ctx.writes.landed(name === undefined ? undefined : intentId(scope, name));
-  const sweep = async () => {
-    await landed();
-    return guarded('sweeping', () => store.sweep(scope, now()));
+  /**
+   * A store call of the client, after the outcome writes queued by ended calls have landed
+   * (of the intent, or of every one for a call of the scope): reads see those outcomes.
+   */
+  const guarded = async <T>(what: string, run: () => Promise<T>, extra: { intent?: string } = {}) => {
+    const queued = ctx.writes.landed(extra.intent === undefined ? undefined : intentId(scope, extra.intent));
+    if (queued) await queued;
+    return storeCall(ctx, what, run, { scope, ...extra });
   };
+  const sweep = () => guarded('sweeping', () => store.sweep(scope, now()));
   /** Refuses (`clear()`) while an intent of the scope may have taken effect unanswered. */
   const refusePending = async () => {
-    await landed();
     const t = now();
     const records = await guarded('listing intents', () => store.list(scope));
     const names = records.filter((r) => isPending(r, t)).map((r) => r.name);
@@ -332,8 +333,6 @@ export function createClient(options: ClientOptions, noStore = 'createClient nee
     async intent(name, intentOptions = {}) {
       const context = { intent: name, scope };
       const key = keyFor(name, intentOptions.key);
-      const queued = landed(name);
-      if (queued) await queued;
       // Strict: once intent() resolves the app may act on the key (show the order, hand it on),
       // so it survives a crash of the store (DESIGN rule 13).
       const claimed = await guarded(
@@ -368,7 +367,6 @@ export function createClient(options: ClientOptions, noStore = 'createClient nee
       }
     },
     async pending() {
-      await landed();
       const records = await guarded('listing pending intents', () => store.list(scope, PENDING_STATES));
       const t = now();
       return records.map((r) => ({
@@ -382,7 +380,6 @@ export function createClient(options: ClientOptions, noStore = 'createClient nee
       }));
     },
     async clear(clearOptions = {}) {
-      await landed();
       if (clearOptions.force === true) {
         await guarded('clearing the scope', () => store.clear(scope, {}));
         coordinator.clearNotes?.(scope); // notes of sent intents go with them
@@ -397,10 +394,10 @@ export function createClient(options: ClientOptions, noStore = 'createClient nee
     on: (type, listener) => hub.on(type, listener),
     async close() {
       for (const unsubscribe of unsubscribes) unsubscribe();
-      await landed(); // outcomes queued by this client's calls (or another's of this store) land first
       coordinator.close?.();
-      // A store that hangs or throws while closing is the store's failure, within storeTimeout.
-      if (store.close) await guarded('closing the store', () => store.close!());
+      // After the outcome writes queued here; a store that hangs or throws while closing is the
+      // store's failure, within storeTimeout.
+      await guarded('closing the store', async () => store.close?.());
     },
   };
   return client;
