@@ -380,12 +380,20 @@ for (const writer of ['same-process', 'other-process'])
         point: `other-writer(${writer})`,
         fault,
         moment,
+        // A reset or clear of this process waits for the outcome write it would race (read your
+        // writes) and then forgets a succeeded intent, as the app asked: nothing to resume.
+        forgets:
+          writer === 'same-process' &&
+          moment === 'after-answer' &&
+          (fault === 'intent.reset()' || fault === 'client.clear()'),
         async act(env) {
           const other = env.client(writer === 'other-process' ? { coordinator: new LocalCoordinator() } : {});
-          // Another writer's call may wait for this one's lock: give it a moment, then go on.
+          let sideDone: Promise<unknown> = Promise.resolve();
+          // Another writer's call may wait for this one's lock (or outcome write): give it a moment, then go on.
           const side = () => {
             const p = action(env, other).catch((e: unknown) => void env.sideErrors.push(e));
             env.closers.push(() => p);
+            sideDone = p;
             return Promise.race([p, new Promise((r) => setTimeout(r, 300))]);
           };
           const client = env.client();
@@ -397,7 +405,10 @@ for (const writer of ['same-process', 'other-process'])
           }
           if (moment === 'after-answer')
             env.store.before = { op: 'update:settle', run: async () => void (await side()) };
-          return intent.post('pay', { json: env.body });
+          const result = await intent.post('pay', { json: env.body });
+          // The call ended once its outcome write was queued: let the other writer finish before the checks.
+          await Promise.race([sideDone, new Promise((r) => setTimeout(r, 1_000))]);
+          return result;
         },
       });
 
