@@ -14,12 +14,15 @@ export class QueuedWrites {
    */
   queue(id: string, write: () => Promise<void>): void {
     const before = this.#byId.get(id);
-    const started = before ? before.then(write) : write();
-    const entry: Promise<void> = started
-      .catch(() => undefined)
-      .then(() => {
-        if (this.#byId.get(id) === entry) this.#byId.delete(id);
-      });
+    this.track(id, before ? before.then(write) : write());
+  }
+
+  /** Counts `write` (already started) among the writes of intent `id` that a read waits for. */
+  track(id: string, write: Promise<unknown>): void {
+    const before = this.#byId.get(id);
+    const entry: Promise<void> = Promise.all([before, write.catch(() => undefined)]).then(() => {
+      if (this.#byId.get(id) === entry) this.#byId.delete(id);
+    });
     this.#byId.set(id, entry);
   }
 
