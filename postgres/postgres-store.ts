@@ -1,4 +1,5 @@
 import { InvalidArgumentError, InvalidKeyError, StoreError } from '../src/errors.js';
+import { QueuedWrites } from '../src/store/queued-writes.js';
 import { checkStorable, intentId, SWEEPABLE_STATES } from '../src/store/record-rules.js';
 import { validRecord } from '../src/store/record-schema.js';
 import type {
@@ -132,6 +133,8 @@ export class PostgresStore implements Store {
    */
   readonly #versions = new Map<string, StoredRecord>();
   readonly #writes: GroupWrites;
+  /** This store's updates not landed yet, by intent: its reads wait for them (read your writes). */
+  readonly #updating = new QueuedWrites();
   readonly #sweepBatch: number;
   readonly #prepared: boolean;
 
@@ -231,15 +234,28 @@ export class PostgresStore implements Store {
 
   async get(scope: string, name: string): Promise<IntentRecord | undefined> {
     checkStorable(scope, name);
+    const writing = this.#updating.landed(intentId(scope, name));
+    if (writing) await writing; // read your writes: a call's outcome write is not awaited by the call
     const stored = await this.#read(scope, name);
     return stored && { ...stored.record };
   }
 
-  async update(
+  update(
     scope: string,
     name: string,
     updater: RecordUpdater,
     options: WriteOptions = {},
+  ): Promise<IntentRecord | undefined> {
+    const write = this.#update(scope, name, updater, options);
+    this.#updating.track(intentId(scope, name), write);
+    return write;
+  }
+
+  async #update(
+    scope: string,
+    name: string,
+    updater: RecordUpdater,
+    options: WriteOptions,
   ): Promise<IntentRecord | undefined> {
     checkStorable(scope, name);
     const context = { scope, intent: name };
@@ -339,6 +355,8 @@ export class PostgresStore implements Store {
   async list(scope: string, states?: readonly IntentState[]): Promise<IntentRecord[]> {
     checkStorable(scope);
     if (states?.length === 0) return [];
+    const writing = this.#updating.landed();
+    if (writing) await writing;
     const result = await this.query(
       states
         ? {

@@ -15,7 +15,8 @@ import { ietf, type Profile } from './profiles/profiles.js';
 import { checkMs, MAX_TIMER, type RetryOptions, resolveRetryOptions } from './retry/policy.js';
 import { checkedStore } from './store/checked-store.js';
 import { MemoryStore } from './store/memory-store.js';
-import { isPending, PENDING_STATES, pastRetention, wellFormed } from './store/record-rules.js';
+import { queuedWritesFor } from './store/queued-writes.js';
+import { intentId, isPending, PENDING_STATES, pastRetention, wellFormed } from './store/record-rules.js';
 import type { IntentRecord, IntentState, ObservableStore, Store } from './store/store.js';
 
 export interface ClientOptions {
@@ -273,6 +274,7 @@ export function createClient(options: ClientOptions, noStore = 'createClient nee
     random: options.random ?? Math.random,
     storeTimeout: ms(options.storeTimeout, 'storeTimeout', 10_000),
     leaseTtl: ms(options.leaseTtl, 'leaseTtl', 15_000),
+    writes: queuedWritesFor(coordinator),
     inflight: new Map(),
     network: options.network === false ? undefined : (options.network ?? platformNetwork()),
     offlineWait: ms(options.offlineWait, 'offlineWait', MAX_TIMER),
@@ -303,8 +305,15 @@ export function createClient(options: ClientOptions, noStore = 'createClient nee
     }
     return key;
   };
-  const guarded = <T>(what: string, run: () => Promise<T>, extra: { intent?: string } = {}) =>
-    storeCall(ctx, what, run, { scope, ...extra });
+  /**
+   * A store call of the client, after the outcome writes queued by ended calls have landed
+   * (of the intent, or of every one for a call of the scope): reads see those outcomes.
+   */
+  const guarded = async <T>(what: string, run: () => Promise<T>, extra: { intent?: string } = {}) => {
+    const queued = ctx.writes.landed(extra.intent === undefined ? undefined : intentId(scope, extra.intent));
+    if (queued) await queued;
+    return storeCall(ctx, what, run, { scope, ...extra });
+  };
   const sweep = () => guarded('sweeping', () => store.sweep(scope, now()));
   /** Refuses (`clear()`) while an intent of the scope may have taken effect unanswered. */
   const refusePending = async () => {
@@ -386,8 +395,9 @@ export function createClient(options: ClientOptions, noStore = 'createClient nee
     async close() {
       for (const unsubscribe of unsubscribes) unsubscribe();
       coordinator.close?.();
-      // A store that hangs or throws while closing is the store's failure, within storeTimeout.
-      if (store.close) await guarded('closing the store', () => store.close!());
+      // After the outcome writes queued here; a store that hangs or throws while closing is the
+      // store's failure, within storeTimeout.
+      await guarded('closing the store', async () => store.close?.());
     },
   };
   return client;

@@ -33,9 +33,10 @@ export type OncelyEvent =
    */
   | (EventBase & { type: 'lease_wait'; phase: 'waiting' | 'released' | 'taken_over'; holder: string; until: number })
   /**
-   * The call succeeded but its outcome could not be stored (a full disk, the storage quota):
-   * the caller gets the server's answer; the store still has the intent in flight, so a
-   * resend under its key (a reload resumes it) gets the replay. `error` is the `StoreError`.
+   * A call's outcome could not be stored (a full disk, the storage quota). The call ended
+   * once the write was queued, so this comes after it (the caller has the server's answer);
+   * the store still has the intent in flight, so a resend under its key (a reload resumes
+   * it) gets the replay. `error` is the `StoreError`.
    */
   | (EventBase & { type: 'unsaved'; error: unknown })
   /** The platform is offline: the call waits for the network before its next attempt (`paused`), then goes on (`resumed`). */

@@ -70,6 +70,38 @@ describe('IdempotentMutationObserver from `oncely` (no framework)', () => {
     unsubscribe();
   });
 
+  it('an outcome write that fails after the call ended (it was queued): the success shows at once, the warning when the write fails (issue 30 §2)', async () => {
+    const store = new MemoryStore();
+    const observer = new IdempotentMutationObserver({ client: makeClient(store), intent: NAME, request: pay });
+    const { ref, unsubscribe } = bind(observer);
+    await until(() => ref.value.key !== undefined);
+    let fail = () => {};
+    const failing = new Promise<void>((resolve) => {
+      fail = resolve;
+    });
+    const update = store.update.bind(store);
+    store.update = async (scope: string, name: string, updater: RecordUpdater) => {
+      const current = await store.get(scope, name);
+      if (current?.state !== 'in_flight' || updater(current)?.state !== 'succeeded')
+        return update(scope, name, updater);
+      await failing;
+      throw new DOMException('', 'QuotaExceededError');
+    };
+    observer.mutate();
+    await until(() => ref.value.isSuccess);
+    expect(ref.value).toMatchObject({ data: { ...cart, id: 'id_1' }, warning: undefined });
+    fail();
+    await until(() => ref.value.warning !== undefined);
+    expect(ref.value).toMatchObject({
+      status: 'success',
+      data: { ...cart, id: 'id_1' },
+      record: { state: 'in_flight' },
+    });
+    expect(ref.value.warning).toMatchObject({ code: 'STORE_FAILED', sent: true });
+    expect(contract.effects(ref.value.key!)).toBe(1);
+    unsubscribe();
+  });
+
   it('the core entry pulls in no React', async () => {
     const result = await build({
       stdin: { contents: "export { IdempotentMutationObserver } from './src/index.ts';", resolveDir: process.cwd() },

@@ -215,6 +215,7 @@ describe('issue 26, 7: every answer of a store is checked', () => {
         return current?.state === 'in_flight' ? structuredClone(answer) : stored;
       };
       await intent.post('pay', { json: {} });
+      await api.pending(); // the outcome write was queued: a read waits for it
       const error = await storeErrorOf(Promise.reject(unsaved[0]), 'update');
       expect(error.sent).toBe(true);
       expect(s.requests).toHaveLength(1);

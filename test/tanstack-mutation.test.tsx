@@ -12,7 +12,7 @@ import { PersistQueryClientProvider } from '@tanstack/react-query-persist-client
 import { act, renderHook, waitFor } from '@testing-library/react';
 import { type ReactNode, useEffect } from 'react';
 import { afterEach, describe, expect, expectTypeOf, it, vi } from 'vitest';
-import { type Client, type IntentResponse, MemoryStore } from '../src/index.js';
+import { type Client, type IntentResponse, MemoryStore, type RecordUpdater } from '../src/index.js';
 import { idempotentMutationOptions, resumeMutations, shouldDehydrateMutation } from '../src/tanstack/index.js';
 import { buffered, cart, makeClient, NAME, reloaded, setupHookContract } from './helpers/react.js';
 
@@ -136,6 +136,48 @@ describe('idempotentMutationOptions', () => {
     expect(contract.effects(key)).toBe(1);
     const posts = contract.requests.filter((r) => r.method === 'POST');
     expect(new Set(posts.map((r) => r.key))).toEqual(new Set([key]));
+  });
+
+  it('an outcome write that fails after the server said yes (a full quota): the mutation is a success with the data, and warning(vars) the StoreError, heard through subscribe (issue 32 §3)', async () => {
+    const store = new MemoryStore();
+    const client = makeClient(store);
+    let fail = () => {};
+    const failing = new Promise<void>((resolve) => {
+      fail = resolve;
+    });
+    const update = store.update.bind(store);
+    store.update = async (scope: string, name: string, updater: RecordUpdater) => {
+      const current = await store.get(scope, name);
+      if (current?.state !== 'in_flight' || updater(current)?.state !== 'succeeded')
+        return update(scope, name, updater);
+      await failing; // the write is queued: it fails after the mutation resolved
+      throw new DOMException('', 'QuotaExceededError');
+    };
+    const payment = paymentOptions(client);
+    const heard: unknown[] = [];
+    const stop = payment.subscribe(() => heard.push(payment.warning(vars)));
+    const { result } = renderHook(() => useMutation(payment), { wrapper: provider(new QueryClient()) });
+    await act(async () => {
+      await result.current.mutateAsync(vars);
+    });
+    await waitFor(() => expect(result.current).toMatchObject({ status: 'success', data: { status: 201 } }));
+    expect(payment.warning(vars)).toBeUndefined();
+    fail();
+    await waitFor(() => expect(payment.warning(vars)).toMatchObject({ code: 'STORE_FAILED', sent: true }));
+    expect(String(payment.warning(vars))).toContain('QuotaExceededError');
+    expect(heard).toHaveLength(1);
+    expect(result.current.status).toBe('success');
+    const stored = (await store.get('default', NAME))!;
+    expect(stored.state).toBe('in_flight'); // resumable under its key
+    expect(contract.effects(stored.key)).toBe(1);
+    // The next mutation of these variables clears it (and gets the replay).
+    store.update = update;
+    await act(async () => {
+      await result.current.mutateAsync(vars);
+    });
+    expect(payment.warning(vars)).toBeUndefined();
+    expect(contract.effects(stored.key)).toBe(1);
+    stop();
   });
 });
 

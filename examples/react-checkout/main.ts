@@ -63,8 +63,8 @@ try {
     headers: { 'X-Account': 'acct_demo' },
     retry: { baseDelay: 50 },
   });
-  const checkout = await client.intent('checkout:cart_1');
-  const res = await checkout.post('payments', {
+  // Formed and sent in one step (one store write before the first byte).
+  const res = await client.send('checkout:cart_1', 'POST', 'payments', {
     json: { amount: 42, currency: 'EUR', cart: { id: 'cart_1', items: [{ sku: 'tea', qty: 2 }] } },
   });
   await client.close();

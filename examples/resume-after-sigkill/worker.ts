@@ -38,12 +38,23 @@ const client = createClient({
 
 const say = (line: string) => console.log(line);
 
-async function transfer(job: TransferJob): Promise<void> {
+const bodyOf = (job: TransferJob) => ({ job: job.id, to: job.to, amount: job.amount });
+
+/** Resumes a transfer a dead life left pending: the same request under its stored key. */
+async function resume(job: TransferJob): Promise<void> {
   const intent = await client.intent(`transfer:${job.id}`);
-  if (intent.state === 'succeeded') return;
   say(`send ${intent.name} (${intent.state}) with key ${intent.key}`);
-  const res = await intent.post('transfers', { json: { job: job.id, to: job.to, amount: job.amount } });
+  const res = await intent.post('transfers', { json: bodyOf(job) });
   say(`done ${intent.name}: ${res.status}${res.replayed ? ' replayed' : ''} ${JSON.stringify(res.data)}`);
+}
+
+/** A new transfer: formed and sent in one step (the key is stored with the in_flight write, one flush). */
+async function transfer(job: TransferJob): Promise<void> {
+  say(`send transfer:${job.id} (new)`);
+  const res = await client.send(`transfer:${job.id}`, 'POST', 'transfers', { json: bodyOf(job) });
+  say(
+    `done transfer:${job.id}: ${res.status}${res.replayed ? ' replayed' : ''} with key ${res.key} ${JSON.stringify(res.data)}`,
+  );
 }
 
 try {
@@ -54,10 +65,12 @@ try {
     pending.map((p) => {
       const job = jobOf.get(p.name);
       if (!job) throw new Error(`no job row for ${p.name}: reconcile it by its key`);
-      return transfer(job);
+      return resume(job);
     }),
   );
-  for (let i = 0; i < jobs.length; i += 3) await Promise.all(jobs.slice(i, i + 3).map(transfer));
+  const resumed = new Set(pending.map((p) => p.name));
+  const fresh = jobs.filter((job) => !resumed.has(`transfer:${job.id}`));
+  for (let i = 0; i < fresh.length; i += 3) await Promise.all(fresh.slice(i, i + 3).map(transfer));
   say('all jobs done');
   await client.close();
 } catch (error) {

@@ -21,10 +21,10 @@ const client = createClient({
 });
 
 try {
-  const checkout = await client.intent('checkout:cart_42');
-  console.log(`intent ${checkout.name}: key ${checkout.key}`);
-  // The first answer is lost on the way back; the retry carries the same key.
-  const res = await checkout.post('payments', { json: { amount: 4200 } });
+  // Formed and sent in one step: the key is stored with the in_flight write (one flush) before
+  // the first byte. The first answer is lost on the way back; the retry carries the same key.
+  const res = await client.send('checkout:cart_42', 'POST', 'payments', { json: { amount: 4200 } });
+  console.log(`intent checkout:cart_42: key ${res.key}`);
   console.log(`HTTP ${res.status}, replayed: ${res.replayed}, attempts: ${res.attempts}`, res.data);
   console.log(
     JSON.stringify({

@@ -5,13 +5,12 @@ import {
   IntentExpiredError,
   IntentGoneError,
   IntentMismatchError,
-  StoreError,
 } from '../errors.js';
 import { untilOnline } from '../http/network.js';
 import type { Profile } from '../profiles/profiles.js';
 import { type AttemptReport, type LoopEnd, retryLoop, sleep } from '../retry/loop.js';
 import { parseRetryAfter, RetryBudget } from '../retry/policy.js';
-import { horizon, pastRetention, SENT_STATES } from '../store/record-rules.js';
+import { horizon, intentId, pastRetention, SENT_STATES } from '../store/record-rules.js';
 import type { IntentLease, IntentRecord } from '../store/store.js';
 import type { ClientContext } from './context.js';
 import { type CallEnd, decide, type Verdict } from './decide.js';
@@ -113,6 +112,8 @@ export const contextOf = (h: IntentHandle, extra: ErrorContext & { sent?: boolea
  */
 async function begin(h: IntentHandle, plan: CallPlan<unknown, unknown>, lease: () => IntentLease, budget: RetryBudget) {
   const { ctx } = h;
+  const queued = landed(h);
+  if (queued) await queued;
   await applySentNote(h, budget.remaining());
   let waitedOn: IntentLease | undefined;
   for (let wait = 50; ; wait = Math.min(wait * 2, 1_000)) {
@@ -238,8 +239,14 @@ export async function applySentNote(h: IntentHandle, within?: number): Promise<v
   }
 }
 
+/** Waits for this intent's outcome write queued by an earlier call, if any (read your writes). */
+export function landed(h: IntentHandle): Promise<void> | undefined {
+  return h.ctx.writes.landed(intentId(h.scope, h.name));
+}
+
 const warm = (h: IntentHandle, section: LockSection | undefined) =>
   h.ctx.coordinator.coversStore === true &&
+  !landed(h) &&
   section?.after !== undefined &&
   section.after === h.section &&
   h.record.state === 'ready' &&
@@ -431,15 +438,22 @@ export async function sendCall<V, T>(
         const base = (sentWarm && toInFlightOver(c, sending)) || own;
         return base && toSettled(base, verdict.state, owner, delta, ctx.now(), status);
       };
-      try {
-        await write(h, 'recording the outcome', settle, true, 'relaxed', afterLoop());
-        drop();
-      } catch (error) {
-        // The server said yes (a full disk, a quota): the caller gets its answer. The store keeps
-        // the intent in flight (and the note stays), so a resend under its key gets the replay.
-        if (verdict.result !== 'ok' || !(error instanceof StoreError)) throw error;
-        emit(h, { type: 'unsaved', error });
-      }
+      // The call ends once its outcome write is queued: the key and the in_flight record are
+      // durable already, so a crash before this write lands leaves the intent in flight, resumed
+      // under its key (the server replays). This object sees the outcome at once; reads through
+      // the clients of this store wait for the write (`QueuedWrites.landed`). A write that fails
+      // (a full disk, a quota) is an `unsaved` event, and the intent stays in flight (and the
+      // note stays), so a resend under its key gets the replay.
+      const inFlight = h.record;
+      const expected = settle(inFlight);
+      if (expected) h.record = expected;
+      const within = afterLoop();
+      ctx.writes.queue(intentId(h.scope, h.name), () =>
+        write(h, 'recording the outcome', settle, true, 'relaxed', within).then(drop, (error: unknown) => {
+          if (h.record === expected) h.record = inFlight;
+          emit(h, { type: 'unsaved', error });
+        }),
+      );
     } else {
       drop(); // nothing left: a note saying otherwise would mark a never-sent intent in flight
       await write(

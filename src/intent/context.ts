@@ -4,6 +4,7 @@ import type { EventHub } from '../events.js';
 import type { Network } from '../http/network.js';
 import type { Profile } from '../profiles/profiles.js';
 import type { ResolvedRetryOptions } from '../retry/policy.js';
+import type { QueuedWrites } from '../store/queued-writes.js';
 import type { Store } from '../store/store.js';
 import type { KeyKind } from './keys.js';
 
@@ -34,6 +35,8 @@ export interface ClientContext {
   storeTimeout: number;
   /** How long a call's lease on an in-flight intent lasts unless renewed (ms). */
   leaseTtl: number;
+  /** Outcome writes queued and not landed yet, shared by the clients of this store and coordinator. */
+  writes: QueuedWrites;
   /** Calls in flight in this client, per intent: a second identical call joins the first. */
   inflight: Map<string, { fingerprint: string; promise: Promise<unknown> }>;
   /** The platform's view of the network, where it has one (browsers): no attempt leaves while offline. */

@@ -10,7 +10,7 @@ import {
 import type { StandardSchemaV1 } from '../http/schema.js';
 import { intentId, isPending } from '../store/record-rules.js';
 import type { IntentRecord } from '../store/store.js';
-import { applySentNote, type CallPlan, contextOf, type IntentHandle, lockHeld, sendCall } from './call.js';
+import { applySentNote, type CallPlan, contextOf, type IntentHandle, landed, lockHeld, sendCall } from './call.js';
 import type { ClientContext } from './context.js';
 import { emit } from './ending.js';
 import { changedParts } from './fingerprint.js';
@@ -134,6 +134,7 @@ export class Intent {
     const pending = (record: IntentRecord | undefined) =>
       !force && record?.key === this.key && isPending(record, ctx.now());
     const refuse = () => new IntentPendingError({ ...context, names: [this.name] });
+    await landed(this.#h);
     // Checked first, then again inside the store's delete (another process may send in between).
     const stored = await storeCall(ctx, 'reading the intent', () => ctx.store.get(this.scope, this.name), context);
     if (pending(stored)) throw refuse();
@@ -191,6 +192,7 @@ export class Intent {
   /** Re-reads the record; in a lock section, notes the section for the next call (see `hold`). */
   async #readIn(section: LockSection | undefined): Promise<IntentRecord> {
     const h = this.#h;
+    await landed(h);
     if (section) {
       h.section = undefined;
       await applySentNote(h);
@@ -203,6 +205,15 @@ export class Intent {
     return this.record;
   }
 }
+
+/**
+ * @internal The outcome write of `intent`'s last call, queued and not landed yet (the call
+ * ended without waiting for it): settles once it has landed or failed; `undefined` if none.
+ */
+export const queuedOutcome = (intent: Intent): Promise<void> | undefined => {
+  const h = handles.get(intent);
+  return h && landed(h);
+};
 
 /** @internal Sends one call of `intent` as `planOf` plans it (`request()`, `run()`, `intentFetch()`). */
 export async function callWith<T>(

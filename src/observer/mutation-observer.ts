@@ -236,8 +236,12 @@ export class IdempotentMutationObserver<T = unknown, V = void> {
       ),
       client.on('retry', (e) => mine(e) && this.#dispatch({ type: 'attempt', attempt: e.attempt, retry: true })),
       client.on('offline', (e) => mine(e) && this.#dispatch({ type: 'paused', paused: e.phase === 'paused' })),
+      // Written after the call ended (the outcome write is queued): the success shown gets the warning.
       client.on('unsaved', (e) => {
-        if (mine(e)) this.#unsaved = e.error;
+        if (!mine(e)) return;
+        this.#unsaved = e.error;
+        const record = this.#held?.intent.key === e.key ? this.#held.intent.record : this.#state.record;
+        if (record) this.#dispatch({ type: 'warning', key: e.key, warning: e.error, record });
       }),
     ];
     void this.#load();

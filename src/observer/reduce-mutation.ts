@@ -85,6 +85,8 @@ export type MutationAction<T> =
       warning?: unknown;
     }
   | { type: 'error'; error: unknown; status: MutationStatus; attempts: number; record: IntentRecord | undefined }
+  /** The outcome of the success shown (under `key`) could not be stored: its write failed after the call ended. */
+  | { type: 'warning'; key: string; warning: unknown; record: IntentRecord }
   /** `reset()`: clear what the UI shows, keep the key and the record. */
   | { type: 'reset' }
   /** `forget()`: the intent is gone; a new one is being claimed. */
@@ -154,6 +156,9 @@ function transition<T>(state: MutationState<T>, action: MutationAction<T>): Muta
       const { data, replayed, attempts, record, warning } = action;
       return { ...IDLE, status: 'success', data, replayed, attempts, key: record.key, record, warning };
     }
+    case 'warning':
+      if (state.status !== 'success' || state.key !== action.key) return state;
+      return { ...state, warning: action.warning, record: action.record };
     case 'error': {
       const { error, status, attempts } = action;
       const record = action.record ?? state.record;

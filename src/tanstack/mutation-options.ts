@@ -13,7 +13,7 @@ import type {
   QueryClient,
 } from '@tanstack/query-core';
 import type { Client } from '../client.js';
-import type { Intent } from '../intent/intent.js';
+import { type Intent, queuedOutcome } from '../intent/intent.js';
 import { sendReclaiming } from '../observer/reclaim.js';
 
 /** TanStack's mutationFn context, plus the claimed intent. */
@@ -65,6 +65,17 @@ export type IdempotentMutationOptions<T, V, C = unknown> = MutationOptions<T, De
    * @example useEffect(() => payment.hold(vars), [vars]); // instead of claim(vars)
    */
   hold: (variables: V) => () => void;
+  /**
+   * The outcome of the last mutation of these variables could not be stored (a full disk,
+   * the storage quota): its `StoreError`, as the hook's `warning`; else `undefined`. A success
+   * stays a success (the server's data); the intent stays in flight in the store, so a
+   * reload resumes it under its key and gets the replay. It can come after the mutation
+   * settled (the outcome write is queued, not awaited): `subscribe` hears of it.
+   * @example const warning = useSyncExternalStore(payment.subscribe, () => payment.warning(vars));
+   */
+  warning: (variables: V) => unknown;
+  /** Calls `listener` whenever a `warning` changes; returns the function that stops it. */
+  subscribe: (listener: () => void) => () => void;
 };
 
 /** Marks oncely's mutations in `meta` (persisted with them), so a restored one is recognised. */
@@ -97,6 +108,13 @@ export function idempotentMutationOptions<T, V, C = unknown>(
 ): IdempotentMutationOptions<T, V, C> {
   const { client, intent: nameOf, mutationFn, meta, ...rest } = config;
   const holds = new Map<string, Held>();
+  const warnings = new Map<string, unknown>();
+  const listeners = new Set<() => void>();
+  const warn = (name: string, warning: unknown) => {
+    if (warning === undefined ? !warnings.delete(name) : warnings.get(name) === warning) return;
+    if (warning !== undefined) warnings.set(name, warning);
+    for (const listener of listeners) listener();
+  };
   // A held intent is the one whose lock and record are kept: a call through it takes the fast path.
   const claim = (variables: V) => {
     const name = nameOf(variables);
@@ -139,22 +157,42 @@ export function idempotentMutationOptions<T, V, C = unknown>(
     retry: 0,
     claim,
     hold,
+    warning: (variables) => warnings.get(nameOf(variables)),
+    subscribe(listener) {
+      listeners.add(listener);
+      return () => void listeners.delete(listener);
+    },
     mutationFn: async (variables, context) => {
       const name = nameOf(variables);
       const held = holds.get(name);
-      return sendReclaiming(
-        () => claim(variables),
-        (intent) => mutationFn(variables, { ...context, intent }),
-        () => {
-          // A held intent forgotten elsewhere: hold the one stored now.
-          if (held) {
-            held.release();
-            held.release = () => {};
-            held.intent = claimHeld(name, held);
-          }
-          return claim(variables);
-        },
-      );
+      warn(name, undefined);
+      // Heard until this call's outcome write has landed or failed (it is queued, not awaited).
+      const off = client.on('unsaved', (e) => {
+        if (e.scope === client.scope && e.intent === name) warn(name, e.error);
+      });
+      let sentThrough: Intent | undefined;
+      try {
+        return await sendReclaiming(
+          () => claim(variables),
+          (intent) => {
+            sentThrough = intent;
+            return mutationFn(variables, { ...context, intent });
+          },
+          () => {
+            // A held intent forgotten elsewhere: hold the one stored now.
+            if (held) {
+              held.release();
+              held.release = () => {};
+              held.intent = claimHeld(name, held);
+            }
+            return claim(variables);
+          },
+        );
+      } finally {
+        const landing = sentThrough && queuedOutcome(sentThrough);
+        if (landing) void landing.then(off);
+        else off();
+      }
     },
   };
 }

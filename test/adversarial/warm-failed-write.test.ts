@@ -87,6 +87,7 @@ describe('a send under a kept lock whose in_flight write fails', () => {
     const intent = await heldIntent(client);
     store.failNext = 2;
     await intent.post('pay', { json: body }); // a success: the answer, its unsaved outcome an event
+    await client.pending(); // the outcome write was queued: a read waits for it
     expect(unsaved[0]?.message).toMatch(/An attempt had gone out/);
     expect(server.requests.length).toBeGreaterThan(0);
     expect((await store.get(intent.scope, intent.name))?.state).toBe('ready'); // the store took nothing

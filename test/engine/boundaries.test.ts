@@ -162,6 +162,7 @@ describe('2. sent never lies; 7. no store call outlives the deadline', () => {
       api.on('unsaved', (event) => unsaved.push(event.error));
       const intent = await api.intent('order:2');
       await expect(intent.post('pay', { json: { order: 2 } })).resolves.toMatchObject({ key: intent.key });
+      await api.pending(); // the outcome write was queued: a read waits for it
       const [error] = unsaved;
       expect(error).toMatchObject({ code: 'STORE_FAILED', sent: true, intent: 'order:2' });
       expect((error as { key?: string }).key).toBe(intent.key);
@@ -181,7 +182,7 @@ describe('2. sent never lies; 7. no store call outlives the deadline', () => {
     expect(ms).toBeLessThan(FAST.deadline + 1_500);
   });
 
-  it('an outcome write that hangs ends the call within the settle grace (a success: the answer, and an unsaved StoreError that says sent)', async () => {
+  it('an outcome write that hangs does not hold the call (it ends once the write is queued); the write gives up within the settle grace: an unsaved StoreError that says sent, the intent pending', async () => {
     const s = await server();
     const store = new FailingStore();
     store.failing = settling;
@@ -189,10 +190,18 @@ describe('2. sent never lies; 7. no store call outlives the deadline', () => {
     const api = client(s.url, { store, storeTimeout: 60_000 });
     const unsaved: unknown[] = [];
     api.on('unsaved', (event) => unsaved.push(event.error));
-    const { error, ms } = await timed((await api.intent('order:4')).post('pay', { json: {} }));
+    const intent = await api.intent('order:4');
+    const { error, ms } = await timed(intent.post('pay', { json: {} }));
     expect(error).toBeUndefined();
+    expect(ms).toBeLessThan(1_000); // not the deadline + grace a waited write would take
+    expect(intent.state).toBe('succeeded'); // this object sees the outcome at once
+    expect(unsaved).toEqual([]);
+    // A read waits for the queued write (read your writes): here until it gives up.
+    const { ms: read } = await timed(api.pending());
     expect(unsaved).toMatchObject([{ code: 'STORE_FAILED', sent: true }]);
-    expect(ms).toBeLessThan(FAST.deadline + 1_500);
+    expect(read + ms).toBeLessThan(FAST.deadline + 1_500);
+    expect(await api.pending()).toMatchObject([{ name: 'order:4', state: 'in_flight' }]);
+    expect(intent.state).toBe('in_flight'); // kept pending: a resend under its key gets the replay
   });
 
   it('a lease is not renewed past the deadline', async () => {

@@ -125,6 +125,7 @@ describe('a kept lock: the request leaves with the in_flight write', () => {
     const intent = await heldIntent(client);
     store.failNext = 2;
     await expect(intent.post('pay', { json: body })).resolves.toMatchObject({ status: 201 });
+    await client.pending(); // the outcome write was queued: a read waits for it
     const [error] = unsaved;
     expect(error).toBeInstanceOf(StoreError);
     expect((error as StoreError).message).toMatch(/An attempt had gone out/);

@@ -83,6 +83,7 @@ describe('a store write that fails after an attempt went out', () => {
     const intent = await api.intent('pay');
     const res = await intent.post('payments', { json: { amount: 1 } });
     expect(res).toMatchObject({ key: intent.key, status: 201, replayed: false });
+    await api.pending(); // the outcome write was queued: a read waits for it
     expect(unsaved).toMatchObject([{ code: 'STORE_FAILED', sent: true, cause: { code: 'ENOSPC' } }]);
     expect((unsaved[0] as Error).message).toMatch(/stays in flight/);
     const stored = await store.get('default', 'pay');

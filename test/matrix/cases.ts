@@ -3,7 +3,7 @@
  * every moment, generated from the tables below. Exported so docs can list the cases.
  */
 import { isDeepStrictEqual } from 'node:util';
-import { type Client, intentFetch, LocalCoordinator, run } from '../../src/index.js';
+import { type Client, intentFetch, isOncelyError, LocalCoordinator, run } from '../../src/index.js';
 import { ietf } from '../../src/profiles/index.js';
 import { BUDGET, type Env } from './env.js';
 import { STORE_FAULTS, STORE_OPS, type StoreOp } from './faulty-store.js';
@@ -24,7 +24,7 @@ export interface Case {
   resume?(env: Env, client: Client): Promise<unknown>;
 }
 
-const nthOf = (moment: string) => Number(moment.replace('call-', ''));
+const nthOf = (moment: string) => (moment.startsWith('call-') ? Number(moment.replace('call-', '')) : 1);
 const cases: Case[] = [];
 const add = (c: Omit<Case, 'id'>) => cases.push({ ...c, id: `${c.point} × ${c.fault} × ${c.moment}` });
 
@@ -37,9 +37,14 @@ const FOLLOW_UP: Partial<Record<StoreOp, (env: Env, c: Client) => Promise<unknow
   clear: (_env, c) => c.clear(),
   close: (_env, c) => c.close(),
 };
-// Only writes made more than once per call get a second moment.
+// Only writes made more than once per call get a second moment; the outcome write one after
+// a success and one after an outcome left unknown (every attempt reset after its effect).
 const STORE_MOMENTS = (op: StoreOp) =>
-  op === 'update:count' || op === 'update:renew' ? ['call-1', 'call-2'] : ['call-1'];
+  op === 'update:count' || op === 'update:renew'
+    ? ['call-1', 'call-2']
+    : op === 'update:settle'
+      ? ['call-1', 'after-unanswered']
+      : ['call-1'];
 for (const op of STORE_OPS)
   for (const fault of STORE_FAULTS)
     for (const moment of STORE_MOMENTS(op)) {
@@ -61,6 +66,8 @@ for (const op of STORE_OPS)
           // The undo write follows a call that provably sent nothing: offline until lifted.
           if (op === 'update:undo') offlineUntilLifted(env);
           const client = env.client();
+          if (moment === 'after-unanswered') env.ledger.faultFor = () => 'reset-after-effect';
+          if (op === 'update:settle') return queuedSettle(env, client, fault);
           if (op === 'get') await follow?.(env, client);
           await env.post(client);
           if (follow && op !== 'get') {
@@ -70,6 +77,34 @@ for (const op of STORE_OPS)
         },
       });
     }
+
+/**
+ * The outcome write is queued (issue 30 §2): the call ends with the decision table's word,
+ * never with that write's StoreError; the write's failure comes after, as one `unsaved`
+ * event (a StoreError that says sent) once a read waits for it. The resume (invariant 8)
+ * then finds the intent still pending under its key.
+ */
+async function queuedSettle(env: Env, client: Client, fault: string): Promise<unknown> {
+  const unsaved: unknown[] = [];
+  client.on('unsaved', (event) => unsaved.push(event.error));
+  const ended = await env.post(client).then(
+    (value) => ({ value }),
+    (error: unknown) => ({ error }),
+  );
+  // A write that hangs or answers late is still held when the call ends: it did not wait.
+  if ((fault === 'hang' || fault === 'late') && unsaved.length > 0)
+    env.findings.push('the call ended after its outcome write gave up: it waited for the write');
+  if ('error' in ended && isOncelyError(ended.error) && ended.error.code === 'STORE_FAILED')
+    env.findings.push('the call ended with its outcome write’s StoreError: that write is queued, not awaited');
+  await client.pending().catch((error: unknown) => void env.sideErrors.push(error));
+  const [error] = unsaved;
+  if (unsaved.length !== 1 || !isOncelyError(error) || error.code !== 'STORE_FAILED' || !error.sent)
+    env.findings.push(
+      `the failed outcome write gave ${unsaved.length} unsaved event(s), not one StoreError that says sent`,
+    );
+  if ('error' in ended) throw ended.error;
+  return ended.value;
+}
 
 function offlineUntilLifted(env: Env) {
   env.options.network = { online: false, onOnline: () => () => {} };
@@ -345,12 +380,20 @@ for (const writer of ['same-process', 'other-process'])
         point: `other-writer(${writer})`,
         fault,
         moment,
+        // A reset or clear of this process waits for the outcome write it would race (read your
+        // writes) and then forgets a succeeded intent, as the app asked: nothing to resume.
+        forgets:
+          writer === 'same-process' &&
+          moment === 'after-answer' &&
+          (fault === 'intent.reset()' || fault === 'client.clear()'),
         async act(env) {
           const other = env.client(writer === 'other-process' ? { coordinator: new LocalCoordinator() } : {});
-          // Another writer's call may wait for this one's lock: give it a moment, then go on.
+          let sideDone: Promise<unknown> = Promise.resolve();
+          // Another writer's call may wait for this one's lock (or outcome write): give it a moment, then go on.
           const side = () => {
             const p = action(env, other).catch((e: unknown) => void env.sideErrors.push(e));
             env.closers.push(() => p);
+            sideDone = p;
             return Promise.race([p, new Promise((r) => setTimeout(r, 300))]);
           };
           const client = env.client();
@@ -362,7 +405,10 @@ for (const writer of ['same-process', 'other-process'])
           }
           if (moment === 'after-answer')
             env.store.before = { op: 'update:settle', run: async () => void (await side()) };
-          return intent.post('pay', { json: env.body });
+          const result = await intent.post('pay', { json: env.body });
+          // The call ended once its outcome write was queued: let the other writer finish before the checks.
+          await Promise.race([sideDone, new Promise((r) => setTimeout(r, 1_000))]);
+          return result;
         },
       });
 
