@@ -22,6 +22,11 @@ export function resolveTarget(base: string, path: string, context: Context): Tar
   const absolute = /^[a-z][a-z0-9+.-]*:/i.test(path);
   const url = new URL(absolute ? path : path.replace(/^\//, ''), base);
   const origin = new URL(base).origin;
+  if (url.username !== '' || url.password !== '')
+    throw new InvalidArgumentError(
+      `Refusing to send intent "${context.intent}" to a URL with credentials in it: fetch refuses those; pass them in a header.`,
+      context,
+    );
   if (url.origin !== origin)
     throw new InvalidArgumentError(
       `Refusing to send intent "${context.intent}" to ${url.origin}: requests go to the client's origin (${origin}) only, so its headers and key never reach another. Use a client with that baseUrl.`,
