@@ -101,5 +101,8 @@ export function sha256Bytes(bytes: Uint8Array): string {
 export function sha256(text: string): string {
   const node = nodeHash();
   if (!node) return sha256Bytes(new TextEncoder().encode(text));
-  return node.hash ? node.hash('sha256', text, 'hex') : node.createHash('sha256').update(text).digest('hex');
+  // The one-shot form is faster for a request's body, slower for megabytes (it copies them first).
+  return node.hash && text.length < 65_536
+    ? node.hash('sha256', text, 'hex')
+    : node.createHash('sha256').update(text).digest('hex');
 }
