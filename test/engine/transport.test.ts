@@ -73,6 +73,23 @@ describe('transport', () => {
     expect(hooked).toEqual([`"${intent.key}"`, `"${intent.key}"`]);
   });
 
+  it('resolved paths are remembered per base URL: two clients, one path, each to its own server; a foreign origin stays refused', async () => {
+    const [a, b] = [await server(), await server()];
+    const clients = [a, b].map((s) => createClient({ baseUrl: `${s.url}v1/`, store: new MemoryStore() }));
+    for (let round = 0; round < 2; round++)
+      for (const [i, api] of clients.entries()) await (await api.intent(`p${round}:${i}`)).post('orders', { json: {} });
+    expect([a, b].map((s) => s.requests.map((r) => r.url))).toEqual([
+      ['/v1/orders', '/v1/orders'],
+      ['/v1/orders', '/v1/orders'],
+    ]);
+    const foreign = `${b.url}v1/orders`;
+    for (let round = 0; round < 2; round++)
+      await expect((await clients[0]!.intent(`f${round}`)).post(foreign, { json: {} })).rejects.toMatchObject({
+        code: 'INVALID_ARGUMENT',
+      });
+    expect(b.requests).toHaveLength(2);
+  });
+
   it('a method fetch refuses (CONNECT, TRACE, TRACK) or a URL with credentials is refused before anything is sent', async () => {
     const s = await server();
     const api = createClient({ baseUrl: s.url, store: new MemoryStore() });
