@@ -1,4 +1,4 @@
-import ky, { type Options as KyOptions } from 'ky';
+import type { KyInstance, Options as KyOptions } from 'ky';
 import { coordinatorFor, type IntentCoordinator, LocalCoordinator } from './coordinator/coordinator.js';
 import { IntentPendingError, InvalidArgumentError, InvalidKeyError } from './errors.js';
 import { type ClientStats, EventHub, type EventOf, type OncelyEvent, type OncelyEventType } from './events.js';
@@ -254,7 +254,11 @@ export function createClient(options: ClientOptions, noStore = 'createClient nee
     );
   const now = options.now ?? Date.now;
   const headers = options.headers;
-  const staticHeaders = headers && typeof headers !== 'function' ? headers : undefined;
+  // ky is loaded for a client given ky options, from here on, so that its first attempt
+  // need not wait for it (in a browser: a chunk of its own); a failed load fails the attempts.
+  const kyInstance: Promise<KyInstance> | undefined =
+    options.ky && import('ky').then(({ default: ky }) => ky.create(options.ky));
+  kyInstance?.catch(() => undefined);
   const ctx: ClientContext = {
     scope,
     store,
@@ -264,8 +268,8 @@ export function createClient(options: ClientOptions, noStore = 'createClient nee
     retry: resolveRetryOptions(options.retry),
     keyTtl: ms(options.keyTtl, 'keyTtl', profile.keyTtl),
     keys,
-    ky: ky.create({ ...options.ky, ...(staticHeaders ? { headers: staticHeaders } : {}) }),
-    headers: typeof headers === 'function' ? headers : undefined,
+    ky: kyInstance && (() => kyInstance),
+    headers: typeof headers === 'function' ? headers : headers ? () => headers : undefined,
     fetch: options.fetch ?? ((input, init) => globalThis.fetch(input, init)),
     ownFetch: options.fetch === undefined,
     baseUrl: normalizeBase(options.baseUrl),

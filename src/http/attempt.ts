@@ -15,7 +15,11 @@ export interface HttpTarget {
 }
 
 export interface HttpSender {
-  ky: KyInstance;
+  /**
+   * ky with the app's `ky` options (hooks…), loaded when a first attempt needs it; without
+   * such options an attempt goes to `fetch` directly (ky would only copy the request).
+   */
+  ky: (() => Promise<KyInstance>) | undefined;
   fetch: typeof globalThis.fetch;
   /**
    * `fetch` is oncely's own (the platform's): a refusal it throws proves nothing left. A
@@ -79,20 +83,7 @@ export async function httpAttempt(
   const bounded = withTimeout(signal, timeout);
   let answer: ReadAnswer;
   try {
-    const response = await bounded.race(
-      sender.ky(target.url, {
-        method: target.method,
-        headers: target.headers,
-        body: target.body,
-        ...(target.keepalive ? { keepalive: true } : {}),
-        signal: bounded.signal,
-        timeout: false,
-        retry: 0,
-        throwHttpErrors: false,
-        redirect: 'manual',
-        fetch: (input: RequestInfo | URL, init?: RequestInit) => handed.fetch(input, init),
-      }),
-    );
+    const response = await bounded.race(send(sender, target, bounded.signal, handed.fetch));
     if (isRedirect(response)) return await bounded.race(redirectReport(response, target.url));
     answer = parseAnswer(response, await bounded.race(response.text()));
   } catch (error) {
@@ -101,6 +92,30 @@ export async function httpAttempt(
     bounded.clear();
   }
   return answerReport(sender.profile, answer, answer);
+}
+
+/**
+ * One request of `target`: through ky when the app gave ky options (its hooks run), else
+ * straight to the fetch — oncely's own gets the URL and init (the platform makes the one
+ * Request), an app's fetch a Request, as ky would hand it.
+ */
+async function send(
+  sender: HttpSender,
+  target: HttpTarget,
+  signal: AbortSignal,
+  fetch: (input: RequestInfo | URL, init?: RequestInit) => Promise<Response>,
+): Promise<Response> {
+  const init: RequestInit = {
+    method: target.method,
+    headers: target.headers,
+    body: target.body ?? null,
+    redirect: 'manual',
+    signal,
+  };
+  if (target.keepalive) init.keepalive = true;
+  if (!sender.ky) return sender.ownFetch ? fetch(target.url, init) : fetch(new Request(target.url, init));
+  const ky = await sender.ky();
+  return ky(target.url, { ...init, timeout: false, retry: 0, throwHttpErrors: false, fetch });
 }
 
 /**
@@ -113,7 +128,7 @@ function handOver(sender: HttpSender) {
   let handed = false;
   let refused = false;
   return {
-    async fetch(input: RequestInfo | URL, init?: RequestInit): Promise<Response> {
+    fetch: async (input: RequestInfo | URL, init?: RequestInit): Promise<Response> => {
       const first = !handed;
       handed = true;
       refused = false;

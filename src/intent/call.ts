@@ -80,10 +80,12 @@ export const keyedBy = (profile: Profile, method: string, sendKey?: boolean): bo
  * would be the same in every process started from one snapshot.
  */
 let processId: string | undefined;
+/** Calls of this process so far: with the process's random id, an owner no other call has. */
+let calls = 0;
 /** A lease owner unique to this call, across processes and machines. */
 function newOwner(): string {
   processId ??= mintKey('v4', '', '');
-  return `${processId}:${mintKey('v4', '', '')}`;
+  return `${processId}:${++calls}`;
 }
 /** Calls running in this process: a lease of this process whose call is gone is taken over at once. */
 const liveOwners = new Set<string>();

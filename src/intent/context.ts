@@ -18,8 +18,9 @@ export interface ClientContext {
   retry: ResolvedRetryOptions;
   keyTtl: number;
   keys: KeyKind;
-  ky: KyInstance;
-  /** Per-call headers from the client options (e.g. a fresh Authorization). */
+  /** ky with the app's ky options, loaded on first use; `undefined` without them (attempts go to `fetch`). */
+  ky: (() => Promise<KyInstance>) | undefined;
+  /** The client's headers, called per call (e.g. a fresh Authorization). */
   headers: (() => HeadersInit) | undefined;
   fetch: typeof globalThis.fetch;
   /** `fetch` is the platform's, not the app's: only its refusals prove nothing left. */

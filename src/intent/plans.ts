@@ -53,13 +53,17 @@ async function check(schema: StandardSchemaV1, answer: ReadAnswer, ms: number, c
 
 const METHOD = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
+/** Methods no fetch sends (the Fetch standard's forbidden methods): refused before anything leaves. */
+const FORBIDDEN = new Set(['CONNECT', 'TRACE', 'TRACK']);
+
 export function checkMethod(method: unknown, where: { intent: string; scope: string }): string {
-  if (typeof method !== 'string' || !METHOD.test(method))
+  const upper = typeof method === 'string' && METHOD.test(method) ? method.toUpperCase() : undefined;
+  if (upper === undefined || FORBIDDEN.has(upper))
     throw new InvalidArgumentError(
-      `A request method must be an HTTP token such as "POST", got ${JSON.stringify(method)}.`,
+      `A request method must be an HTTP token that fetch sends, such as "POST", got ${JSON.stringify(method)}.`,
       where,
     );
-  return method.toUpperCase();
+  return upper;
 }
 
 export async function requestPlan<S extends StandardSchemaV1 | undefined>(

@@ -19,9 +19,27 @@ export const normalizeBase = (baseUrl: string): string => baseUrl.replace(/\/?$/
 export function resolveTarget(base: string, path: string, context: Context): Target {
   if (typeof path !== 'string')
     throw new InvalidArgumentError(`A request path must be a string, got ${typeof path}.`, context);
+  const known = resolved.get(base)?.get(path);
+  if (known) return known;
+  const target = resolve(base, path, context);
+  const paths = resolved.get(base) ?? new Map<string, Target>();
+  if (paths.size >= 256) paths.clear(); // an app with more paths than that pays the parse again
+  resolved.set(base, paths.set(path, target));
+  return target;
+}
+
+/** Paths resolved before, by base URL: an app sends to a few, and parsing two URLs per call costs. */
+const resolved = new Map<string, Map<string, Readonly<Target>>>();
+
+function resolve(base: string, path: string, context: Context): Target {
   const absolute = /^[a-z][a-z0-9+.-]*:/i.test(path);
   const url = new URL(absolute ? path : path.replace(/^\//, ''), base);
   const origin = new URL(base).origin;
+  if (url.username !== '' || url.password !== '')
+    throw new InvalidArgumentError(
+      `Refusing to send intent "${context.intent}" to a URL with credentials in it: fetch refuses those; pass them in a header.`,
+      context,
+    );
   if (url.origin !== origin)
     throw new InvalidArgumentError(
       `Refusing to send intent "${context.intent}" to ${url.origin}: requests go to the client's origin (${origin}) only, so its headers and key never reach another. Use a client with that baseUrl.`,

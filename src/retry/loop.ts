@@ -47,6 +47,17 @@ class TryAgain extends Error {
   }
 }
 
+/** A TryAgain without a stack trace: nobody reads it, and capturing one is most of its cost per retry. */
+function tryAgain(report: AttemptReport<unknown>): TryAgain {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    return new TryAgain(report);
+  } finally {
+    Error.stackTraceLimit = limit;
+  }
+}
+
 /** Waits `ms`, or rejects with the signal's reason as soon as it aborts. */
 export const sleep = (ms: number, signal: AbortSignal | undefined) =>
   new Promise<void>((resolve, reject) => {
@@ -83,7 +94,7 @@ export async function retryLoop<V>(
     hooks.onAttempt?.(n);
     last = await attempt(n);
     if (last.sent) sent++;
-    if (last.follow || (!last.final && retries(last.outcome, last.replayed))) throw new TryAgain(last);
+    if (last.follow || (!last.final && retries(last.outcome, last.replayed))) throw tryAgain(last);
     return last;
   };
   try {

@@ -37,9 +37,13 @@ function sendable(key: string, encodeKey: (key: string) => string): boolean {
   }
 }
 
-/** The fields by which the answer of a write must be the record the updater wrote. */
-const written = (record: IntentRecord) =>
-  [record.key, record.state, record.lease?.owner, record.fingerprint, record.attempts].join('\n');
+/** True when `stored` is the record the updater wrote, by the fields that matter. */
+const same = (stored: IntentRecord, wrote: IntentRecord) =>
+  stored.key === wrote.key &&
+  stored.state === wrote.state &&
+  stored.lease?.owner === wrote.lease?.owner &&
+  stored.fingerprint === wrote.fingerprint &&
+  stored.attempts === wrote.attempts;
 
 /**
  * The store as the engine uses it: every call goes to `store` with every argument it was
@@ -78,7 +82,7 @@ export function checkedStore(store: Store, encodeKey: (key: string) => string): 
       if (!ran) fail('update() resolved without running its updater');
       if (answer === undefined && !wrote) return undefined;
       const stored = recordOf('update() answered', answer, scope, name);
-      if (wrote && written(stored) !== written(wrote)) fail('update() answered another record than it wrote');
+      if (wrote && !same(stored, wrote)) fail('update() answered another record than it wrote');
       return stored;
     },
     delete: async (...args) => void (await store.delete(...args)),
