@@ -6,9 +6,13 @@
  * the locks were taken, so the isolation level is fixed):
  * 1. try an exclusive xact advisory lock on hash(scope, key, operation, fingerprint) (F),
  *    then on hash(scope, key) (K) — one statement, never waiting;
- * 2. look the key up over the retention window (every day partition in it);
- * 3. holding K with no live row: run the handler, insert the key row with its answer
- *    (`INSERT … WHERE NOT EXISTS (window) ON CONFLICT DO NOTHING`, a second guard), COMMIT.
+ * 2. look the key up over the retention window (every day partition in it) — 1 and 2 with
+ *    the BEGIN in one round trip (simple protocol, each statement its own snapshot);
+ * 3. holding K with no live row: run the handler, then in one round trip insert the key row
+ *    with its answer (`INSERT … WHERE NOT EXISTS (window) ON CONFLICT DO NOTHING`, a second
+ *    guard that fails the statement when it inserts nothing) and COMMIT.
+ * A claim costs two round trips besides the handler's; a replay, a 409 or a 422 one (its
+ * ROLLBACK is not waited for).
  * A request that cannot take K never waits for it: a committed row is replayed (or 422);
  * with none, the holder has not committed — 409 when F was held too (the same request
  * runs), 422 when this request could take its own F (another request runs).
@@ -82,13 +86,56 @@ export function lockKeys(claim: KeyClaim): { key: string; request: [number, numb
 }
 
 /**
- * The window: rows newer than retention, in the days it covers. The days come as parameters
- * (from the database's clock, read in the lock statement) so that the planner prunes the
- * other partitions when it plans the statement, not row by row.
+ * A string as a SQL literal, escaped as `pg`'s `escapeLiteral` does (quotes doubled; with a
+ * backslash, an `E''` string with it doubled): a constant the planner sees, safe whatever
+ * `standard_conforming_strings` says. NUL cannot be in a PostgreSQL string (nor in a query).
  */
-const LIVE = `scope = $1 AND key = $2
-  AND day BETWEEN $3::date AND $4::date
-  AND created_at > now() - $5::interval`;
+function literal(value: string): string {
+  // Thrown as the database would refuse it: execute() makes it a StoreError, nothing run.
+  if (value.includes('\0')) throw new Error('a PostgreSQL string cannot hold NUL (0x00)');
+  const quoted = `'${value.replaceAll("'", "''")}'`;
+  return value.includes('\\') ? ` E${quoted.replaceAll('\\', '\\\\')}` : quoted;
+}
+const bytes = (value: Uint8Array): string =>
+  `decode('${Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('hex')}', 'hex')`;
+
+/** The error a key row that was not inserted raises, so that its COMMIT never runs. */
+const NOT_INSERTED = 'oncely: the key row was not inserted';
+
+/** The UTC days a window covers, as the database's clock gives them (`YYYY-MM-DD`). */
+interface Days {
+  first: string;
+  today: string;
+}
+
+/** The window's days from the database's clock, in SQL. */
+const FIRST_DAY = (retention: string) => `((now() - interval '${retention}') AT TIME ZONE 'UTC')::date`;
+const TODAY = `(now() AT TIME ZONE 'UTC')::date`;
+
+/**
+ * The window: the key's rows newer than retention, in the day partitions it covers. Literals,
+ * not parameters: the statements go with others in one round trip, which only the simple
+ * protocol allows. With its days known (`days`), the planner prunes the other partitions
+ * when it plans the statement; without, when it starts.
+ */
+const windowOf = (
+  claim: KeyClaim,
+  retention: string,
+  days: Days | undefined,
+): string => `scope = ${literal(claim.scope)}
+  AND key = ${literal(claim.key)}
+  AND day BETWEEN ${days ? `'${days.first}'::date AND '${days.today}'::date` : `${FIRST_DAY(retention)} AND ${TODAY}`}
+  AND created_at > now() - interval '${retention}'`;
+
+/**
+ * An error of the statements sent with the COMMIT that says nothing committed: a constraint,
+ * a data or a serialization error (the COMMIT failed or never ran). Anything else — no
+ * SQLSTATE (the connection died), a terminated backend, a crash — leaves it unknown.
+ */
+function refusedBeforeCommit(error: unknown): boolean {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return typeof code === 'string' && /^(22|23|25|40|42|P0)/.test(code);
+}
 
 interface Row {
   operation: string;
@@ -107,6 +154,7 @@ export class PostgresKeyStore<C extends PooledConnection = PooledConnection> imp
   readonly #onMaintenanceError: (error: unknown) => void;
   #maintainedAt = Number.NEGATIVE_INFINITY;
   #maintaining: Promise<unknown> | undefined;
+  #days: Days | undefined;
 
   constructor(options: PostgresKeyStoreOptions<C>) {
     if (typeof options?.pool?.connect !== 'function')
@@ -201,6 +249,9 @@ export class PostgresKeyStore<C extends PooledConnection = PooledConnection> imp
   async execute(claim: KeyClaim, work: (tx: C) => Promise<StoredAnswer>): Promise<Execution> {
     this.#maybeMaintain();
     const locks = lockKeys(claim);
+    // The days of the last request: checked against the database's clock in the same round
+    // trip, the look-up redone on the rare request that finds them changed (a new day).
+    const days = this.#days;
     let conn: C;
     try {
       conn = await this.#pool.connect();
@@ -224,27 +275,41 @@ export class PostgresKeyStore<C extends PooledConnection = PooledConnection> imp
       broken = error;
     };
     events.on?.('error', onError);
+    let releaseLater = false;
+    const done = (error?: Error) => {
+      events.off?.('error', onError);
+      conn.release(error ?? broken);
+    };
     try {
-      // One round trip, no parameters (the simple protocol takes both statements).
-      const [, held] = (await conn.query({
+      // One round trip (the simple protocol takes several statements, each with a snapshot of
+      // its own): BEGIN, the try-locks, then the look-up, whose snapshot is taken after the
+      // locks: it sees every commit of a holder the locks found gone.
+      const lookUp = (window: Days | undefined) => `SELECT operation, fingerprint, status, headers, body
+          FROM oncely_server_keys WHERE ${windowOf(claim, this.#retention, window)} ORDER BY created_at DESC LIMIT 1`;
+      const [, held, found] = (await conn.query({
         text: `BEGIN ISOLATION LEVEL READ COMMITTED;
                SELECT CASE WHEN pg_try_advisory_xact_lock(${locks.request[0]}, ${locks.request[1]})
                  THEN CASE WHEN pg_try_advisory_xact_lock(${locks.key}) THEN 'claimed' ELSE 'other' END
                  ELSE 'same' END AS hold,
-                 to_char(((now() - interval '${this.#retention}') AT TIME ZONE 'UTC')::date, 'YYYY-MM-DD') AS first_day,
-                 to_char((now() AT TIME ZONE 'UTC')::date, 'YYYY-MM-DD') AS today`,
-      })) as unknown as [unknown, { rows: { hold: 'claimed' | 'other' | 'same'; first_day: string; today: string }[] }];
-      const { hold, first_day: firstDay, today } = held.rows[0]!;
-      const live = [claim.scope, claim.key, firstDay, today, this.#retention];
-      const found = await conn.query({
-        text: `SELECT operation, fingerprint, status, headers, body FROM oncely_server_keys
-                WHERE ${LIVE} ORDER BY created_at DESC LIMIT 1`,
-        values: live,
-      });
-      const row = found.rows[0] as Row | undefined;
+                 to_char(${FIRST_DAY(this.#retention)}, 'YYYY-MM-DD') AS first, to_char(${TODAY}, 'YYYY-MM-DD') AS today;
+               ${lookUp(days)}`,
+      })) as unknown as [unknown, { rows: ({ hold: 'claimed' | 'other' | 'same' } & Days)[] }, { rows: Row[] }];
+      const { hold, first, today } = held.rows[0]!;
+      const window = { first, today };
+      let row = found.rows[0];
+      if (days?.first !== first || days.today !== today) {
+        this.#days = window;
+        if (days) row = (await conn.query({ text: lookUp(window) })).rows[0] as Row | undefined;
+      }
       if (row || hold !== 'claimed') {
-        await conn.query({ text: 'ROLLBACK' });
+        // Read only: the answer is known, the ROLLBACK only ends the transaction and frees
+        // the locks; the connection goes back to the pool once it has (or is closed).
         inTransaction = false;
+        releaseLater = true;
+        void conn.query({ text: 'ROLLBACK' }).then(
+          () => done(),
+          (rollback: Error) => done(rollback),
+        );
         if (row) {
           if (row.operation !== claim.operation || row.fingerprint !== claim.fingerprint)
             return { outcome: 'mismatch' };
@@ -282,26 +347,24 @@ export class PostgresKeyStore<C extends PooledConnection = PooledConnection> imp
       } finally {
         clearTimeout(timer);
       }
-      const inserted = await conn.query({
-        text: `INSERT INTO oncely_server_keys (scope, key, day, created_at, operation, fingerprint, status, headers, body)
-               SELECT $1, $2, $4::date, now(), $6, $7, $8, $9, $10
-                WHERE NOT EXISTS (SELECT 1 FROM oncely_server_keys WHERE ${LIVE})
-               ON CONFLICT DO NOTHING`,
-        values: [
-          ...live,
-          claim.operation,
-          claim.fingerprint,
-          answer.status,
-          JSON.stringify(answer.headers),
-          answer.body,
-        ],
-      });
-      if (inserted.rowCount !== 1)
-        throw new StoreError(
-          'PostgresKeyStore: the key was committed by a transaction that did not hold its advisory lock (another writer of oncely_server_keys?); this one is rolled back.',
-        );
+      if (!Number.isInteger(answer?.status) || !(answer.body instanceof Uint8Array))
+        throw new StoreError('PostgresKeyStore: the work answered something that is not a stored answer.');
+      // One round trip: the key row with its answer, then COMMIT. An insert of no row (the
+      // key committed by a writer that did not hold its lock) fails the statement, so that
+      // the COMMIT is never run.
       committing = true;
-      await conn.query({ text: 'COMMIT' });
+      await conn.query({
+        text: `WITH inserted AS (
+                 INSERT INTO oncely_server_keys (scope, key, day, created_at, operation, fingerprint, status, headers, body)
+                 SELECT ${literal(claim.scope)}, ${literal(claim.key)}, (now() AT TIME ZONE 'UTC')::date, now(),
+                        ${literal(claim.operation)}, ${literal(claim.fingerprint)}, ${answer.status},
+                        ${literal(JSON.stringify(answer.headers))}::jsonb, ${bytes(answer.body)}
+                  WHERE NOT EXISTS (SELECT 1 FROM oncely_server_keys WHERE ${windowOf(claim, this.#retention, window)})
+                 ON CONFLICT DO NOTHING RETURNING 1)
+               SELECT CASE WHEN (SELECT count(*) FROM inserted) = 1 THEN 1
+                 ELSE ('${NOT_INSERTED}: ' || (SELECT count(*) FROM inserted))::int END AS inserted;
+               COMMIT`,
+      });
       inTransaction = false;
       return { outcome: 'ran', answer };
     } catch (error) {
@@ -313,15 +376,19 @@ export class PostgresKeyStore<C extends PooledConnection = PooledConnection> imp
       // The handler's own error as it is; the database's as a StoreError.
       if (workFailed || error instanceof OncelyError) throw error;
       const reason = (error as Error)?.message ?? String(error);
+      if (String(reason).includes(NOT_INSERTED))
+        throw new StoreError(
+          'PostgresKeyStore: the key was committed by a transaction that did not hold its advisory lock (another writer of oncely_server_keys?); this one is rolled back.',
+          { scope: claim.scope, cause: error },
+        );
       throw new StoreError(
-        committing
+        committing && !refusedBeforeCommit(error)
           ? `PostgresKeyStore: the COMMIT of the key and its effect got no answer (${reason}); whether it committed is unknown. A retry with the key finds out: the replay, or a first run.`
           : `PostgresKeyStore could not run the request under its key: ${reason}. Nothing was committed.`,
         { scope: claim.scope, cause: error },
       );
     } finally {
-      events.off?.('error', onError);
-      conn.release(broken);
+      if (!releaseLater) done(broken);
     }
   }
 

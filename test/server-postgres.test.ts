@@ -116,6 +116,30 @@ describe('PostgresKeyStore: one transaction', () => {
     expect(await ledgerRows('throws')).toBe(1);
   });
 
+  it.each(['on', 'off'])(
+    'scopes, keys and operations go into the SQL as escaped literals: quotes, backslashes and SQL stay text (standard_conforming_strings %s)',
+    async (conforming) => {
+      const pool = db.pool({ max: 2, options: `-c standard_conforming_strings=${conforming}` });
+      const store = new PostgresKeyStore({ pool, autoMaintain: false });
+      const hostile = ["it's", 'back\\slash\\', "x'); DROP TABLE ledger; --", "E'\\x00'", '$$ $1 ::int', 'é ☃ 𝄞'];
+      let runs = 0;
+      for (const [i, text] of hostile.entries()) {
+        // A key is printable ASCII: the hostile text as is when it is, else the scope alone carries it.
+        const key = /^[\x20-\x7e]+$/.test(text) ? `${text}-k` : `k-${i}`;
+        const spec = { scope: `${conforming}:${text}`, key: `${conforming}:${key}`, operation: `POST ${text}` };
+        const first = await once(store, spec, async () => ++runs);
+        expect(first).toMatchObject({ outcome: 'ran', value: runs });
+        expect(await once(store, spec, async () => ++runs)).toMatchObject({ outcome: 'replayed', value: runs });
+        const stored = await db.admin.query('SELECT scope, operation FROM oncely_server_keys WHERE key = $1', [
+          spec.key,
+        ]);
+        expect(stored.rows).toEqual([{ scope: spec.scope, operation: spec.operation }]);
+      }
+      expect(runs).toBe(hostile.length);
+      expect(await count("SELECT count(*) AS n FROM pg_tables WHERE tablename = 'ledger'")).toBe(1);
+    },
+  );
+
   it('pg_terminate_backend mid-handler: no key, no effect; the next attempt runs once', async () => {
     const pool = db.pool({ max: 2 });
     let pid = 0;
