@@ -163,7 +163,13 @@ export function createContractServer(options: ContractServerOptions = {}): Contr
     });
   };
 
-  async function runRoute(ex: Exchange, handler: RouteHandler, params: Record<string, string>, text: string) {
+  async function runRoute(
+    ex: Exchange,
+    handler: RouteHandler,
+    params: Record<string, string>,
+    text: string,
+    request: Request,
+  ) {
     let json: unknown;
     try {
       json = text === '' ? undefined : JSON.parse(text);
@@ -172,7 +178,7 @@ export function createContractServer(options: ContractServerOptions = {}): Contr
     }
     try {
       const result = await handler({
-        request: ex.request,
+        request,
         json,
         text,
         params,
@@ -211,7 +217,10 @@ export function createContractServer(options: ContractServerOptions = {}): Contr
    * inside its handler (delay, hang, a forced stored answer, `storeResponses: '2xx'`) and
    * around its answer (a late answer, a hold's `Retry-After`).
    */
-  async function runKeyed(ex: Exchange, perform: (text: string) => Promise<StoredResponse>): Promise<Response> {
+  async function runKeyed(
+    ex: Exchange,
+    perform: (text: string, request: Request) => Promise<StoredResponse>,
+  ): Promise<Response> {
     const { fault } = ex;
     const delay = fault?.fault === 'delay' ? fault : undefined;
     const operation = `${ex.method} ${ex.url.pathname}`;
@@ -223,7 +232,7 @@ export function createContractServer(options: ContractServerOptions = {}): Contr
     let ranHere = false;
     let response: Response;
     try {
-      response = await core.handle(ex.request, { operation }, async ({ text }) => {
+      response = await core.handle(ex.request, { operation }, async (context) => {
         ranHere = true;
         if (fault?.fault === 'hang') {
           ex.faultApplied = true;
@@ -231,7 +240,8 @@ export function createContractServer(options: ContractServerOptions = {}): Contr
           throw new Hung();
         }
         if (delay && delay.when !== 'after-commit') await sleep(delay.ms);
-        const stored = await perform(text);
+        // The core has read the body: its context holds a Request still unread, for the route.
+        const stored = await perform(context.text, context.request);
         const forced = fault?.fault === 'status' && fault.store === true;
         if (!forced && config.storeResponses === '2xx' && !isSuccess(stored.status)) throw new NotStored(stored);
         return fromStoredResponse(stored);
@@ -270,10 +280,12 @@ export function createContractServer(options: ContractServerOptions = {}): Contr
       const detail = `No route for ${ex.method} ${ex.url.pathname}.`;
       return problemResponse({ type: PROBLEM_TYPES.notFound, title: 'Not Found', status: 404, detail });
     }
-    const perform = (text: string) =>
-      storedFault || !route ? toStoredResponse(storedFault ?? {}) : runRoute(ex, route.handler, route.params, text);
+    const perform = (text: string, request: Request) =>
+      storedFault || !route
+        ? toStoredResponse(storedFault ?? {})
+        : runRoute(ex, route.handler, route.params, text, request);
     if (ex.reading || config.requireKeyFor.has(ex.method)) return runKeyed(ex, perform);
-    return runKeyless(ex, async () => perform(await ex.request.clone().text()));
+    return runKeyless(ex, async () => perform(await ex.request.clone().text(), ex.request));
   }
 
   async function handle(request: Request): Promise<Response> {
