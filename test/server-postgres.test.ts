@@ -271,6 +271,36 @@ describe('PostgresKeyStore: concurrency', () => {
 });
 
 describe('PostgresKeyStore: retention across day partitions', () => {
+  it('a day window gone stale (a day turned since the last request) is noticed in the same round trip and the look-up redone: replayed, never run again', async () => {
+    const real = db.pool({ max: 2 });
+    // The first request's days read as long past, as if they were cached a day ago: the
+    // second request's look-up, pruned to them, finds nothing; only the redo finds the key.
+    let aged = true;
+    const pool = {
+      query: real.query.bind(real),
+      connect: async () => {
+        const conn = await real.connect();
+        const query = conn.query.bind(conn) as (config: unknown) => Promise<unknown>;
+        (conn as { query: unknown }).query = async (config: { text?: string }) => {
+          const result = await query(config);
+          if (aged && config?.text?.startsWith('BEGIN')) {
+            aged = false;
+            Object.assign((result as { rows: object[] }[])[1]!.rows[0]!, { first: '2000-01-01', today: '2000-01-02' });
+          }
+          return result;
+        };
+        return conn;
+      },
+    } as unknown as pg.Pool;
+    const store = new PostgresKeyStore({ pool, autoMaintain: false });
+    let runs = 0;
+    const spec = { scope: 'acct', key: 'stale-days', operation: 'op' };
+    expect(await once(store, spec, async () => ++runs)).toMatchObject({ outcome: 'ran', value: 1 });
+    expect(await once(store, spec, async () => ++runs)).toMatchObject({ outcome: 'replayed', value: 1 });
+    expect(runs).toBe(1);
+    expect(aged).toBe(false);
+  });
+
   async function partitionFor(daysAgo: number) {
     await db.admin.query(`DO $$ DECLARE d date := (now() AT TIME ZONE 'UTC')::date - ${daysAgo}; BEGIN
       EXECUTE format('CREATE TABLE IF NOT EXISTS %I PARTITION OF oncely_server_keys FOR VALUES FROM (%L) TO (%L)',
