@@ -301,6 +301,37 @@ describe('PostgresKeyStore: retention across day partitions', () => {
     expect(aged).toBe(false);
   });
 
+  it('messages sent per request: a claim 3 (BEGIN + locks + look-up, the work, key row + COMMIT), a replay 2 (the look-up, an unawaited ROLLBACK)', async () => {
+    const real = db.pool({ max: 1 });
+    const sent: string[] = [];
+    const wrapped = new WeakSet<object>(); // the pool hands the same connection out again: wrap it once
+    const pool = {
+      query: real.query.bind(real),
+      connect: async () => {
+        const conn = await real.connect();
+        if (wrapped.has(conn)) return conn;
+        wrapped.add(conn);
+        const query = conn.query.bind(conn) as (...args: unknown[]) => Promise<unknown>;
+        (conn as { query: unknown }).query = (config: { text?: string } | string, ...rest: unknown[]) => {
+          sent.push(typeof config === 'string' ? config : (config?.text ?? ''));
+          return query(config, ...rest);
+        };
+        return conn;
+      },
+    } as unknown as pg.Pool;
+    const store = new PostgresKeyStore<pg.PoolClient>({ pool, autoMaintain: false });
+    const spec = { scope: 'acct', key: 'messages', operation: 'op' };
+    const work = async (tx: pg.PoolClient) => (await tx.query('SELECT 7 AS n')).rows[0].n as number;
+    expect(await once(store, spec, work)).toMatchObject({ outcome: 'ran', value: 7 });
+    expect(sent).toHaveLength(3);
+    expect(sent[0]).toMatch(/^BEGIN[\s\S]*pg_try_advisory_xact_lock[\s\S]*FROM oncely_server_keys/);
+    expect(sent[2]).toMatch(/INSERT INTO oncely_server_keys[\s\S]*;\s*COMMIT\s*$/);
+    sent.length = 0;
+    expect(await once(store, spec, work)).toMatchObject({ outcome: 'replayed', value: 7 });
+    expect(sent).toEqual([expect.stringMatching(/^BEGIN/), 'ROLLBACK']);
+    expect(await keyRows('messages')).toBe(1);
+  });
+
   async function partitionFor(daysAgo: number) {
     await db.admin.query(`DO $$ DECLARE d date := (now() AT TIME ZONE 'UTC')::date - ${daysAgo}; BEGIN
       EXECUTE format('CREATE TABLE IF NOT EXISTS %I PARTITION OF oncely_server_keys FOR VALUES FROM (%L) TO (%L)',
