@@ -18,110 +18,30 @@
  * 5. the handler on that connection; the answer into the key row; `COMMIT`, and the key
  *    leaves the map in the same turn.
  */
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import type {
-  DatabaseSync,
-  SQLInputValue,
-  SQLOutputValue,
-  StatementResultingChanges,
-  StatementSync,
-} from 'node:sqlite';
+import type { DatabaseSync } from 'node:sqlite';
 import { InvalidArgumentError, OncelyError, StoreError } from '../src/errors.js';
 import type { Execution, KeyClaim, KeyStore, StoredAnswer } from '../src/server/store.js';
 import { wellFormed } from '../src/store/record-rules.js';
 import { type Db, databaseClass, inTransaction, isBusy } from './sqlite-driver.js';
 import { migrateSqliteKeys, SQLITE_KEY_SCHEMA_VERSION, schemaVersion } from './sqlite-key-migrations.js';
+import type {
+  SqliteInvariantOptions,
+  SqliteInvariantReport,
+  SqliteKeyStoreOptions,
+  SqliteTransaction,
+} from './sqlite-key-types.js';
+import { closedError, messageOf, SqliteWrites, Statements } from './sqlite-key-writes.js';
 import { retryWhileBusy } from './sqlite-open.js';
 
-/** Positional values, or named ones (`{ $amount: 1 }`) then positional ones. */
-export type SqlParameters = SQLInputValue[] | [Record<string, SQLInputValue>, ...SQLInputValue[]];
-
-/**
- * What a handler receives: statements in the transaction that holds the key, on the store's
- * connection to the app's file. Valid until the handler returns (later calls throw);
- * `BEGIN`, `COMMIT`, `END` and `ROLLBACK` are the store's and refused (savepoints are fine).
- * @example tx.run('INSERT INTO ledger (key, amount) VALUES (?, ?)', key, amount);
- */
-export interface SqliteTransaction {
-  /** Runs one statement; `changes` and `lastInsertRowid` as `node:sqlite` gives them. */
-  run(sql: string, ...params: SqlParameters): StatementResultingChanges;
-  /** The first row of one statement (`INSERT … RETURNING` included), or `undefined`. */
-  get<T = Record<string, SQLOutputValue>>(sql: string, ...params: SqlParameters): T | undefined;
-  /** Every row of one statement. */
-  all<T = Record<string, SQLOutputValue>>(sql: string, ...params: SqlParameters): T[];
-  /** Runs SQL without parameters (several statements allowed), e.g. DDL. */
-  exec(sql: string): void;
-}
-
-export interface SqliteKeyStoreOptions {
-  /**
-   * The app's database file: the handlers write their own tables in it, in the key's
-   * transaction. Created if missing (and its directory). Not `:memory:`.
-   * @example new SqliteKeyStore({ file: '/var/lib/shop/shop.db' })
-   */
-  file: string;
-  /**
-   * How long a key is remembered, from its commit; after that it is new and a retry runs
-   * again. At least 24 h, and never less than the clients' `keyTtl`.
-   * @default 86_400_000 (24 h)
-   */
-  retentionMs?: number;
-  /**
-   * How long (ms) a transaction waits for another connection's write lock (another
-   * process, or the app's own connection), retrying from a timer, before the request fails
-   * with a `StoreError` (nothing ran).
-   * @default 5_000
-   */
-  lockTimeout?: number;
-  /**
-   * Longest a handler may hold the transaction (ms): past it the transaction is rolled back
-   * (nothing happened, the key is free), the request fails with a `StoreError`, and the
-   * handler's later statements throw. Every write of this process waits behind it meanwhile.
-   * @default 30_000
-   */
-  transactionTimeout?: number;
-  /**
-   * Whether `execute` starts `maintain()` in the background once an hour. `false`: schedule
-   * `maintain()` yourself.
-   * @default true
-   */
-  autoMaintain?: boolean;
-  /** Keys deleted per transaction by `maintain()`. @default 500 */
-  maintainBatch?: number;
-  /** Called with a background maintenance failure (retried an hour later). @default ignore */
-  onMaintenanceError?: (error: unknown) => void;
-  /**
-   * Called once with the store's write connection when it opens, outside any transaction:
-   * per-connection settings the handlers' statements need. Do not keep the connection.
-   * @example setup: (db) => db.exec('PRAGMA foreign_keys = ON')
-   */
-  setup?: (connection: DatabaseSync) => void;
-}
-
-export interface SqliteInvariantOptions {
-  /** The operation the keys were bound to, e.g. `POST /payments`. */
-  operation: string;
-  /**
-   * SQL that counts the effects in the window, as one number in the first column; its one
-   * parameter `?` is the window's start in ms since the epoch (the keys' `created_at` unit).
-   * @example "SELECT count(*) FROM ledger WHERE created_at > ?"
-   */
-  effectsSql: string;
-  /** The window, in ms, inside retention. @default 82_800_000 (23 h) */
-  windowMs?: number;
-  /** Which stored answers count as an effect. @default status 200–299 */
-  statuses?: [number, number];
-}
-
-/** Effects against the keys that committed them; `drift` above 0 is an effect without its key. */
-export interface SqliteInvariantReport {
-  operation: string;
-  keys: number;
-  effects: number;
-  drift: number;
-}
+export type {
+  SqliteInvariantOptions,
+  SqliteInvariantReport,
+  SqliteKeyStoreOptions,
+  SqliteTransaction,
+  SqlParameters,
+} from './sqlite-key-types.js';
 
 interface Row {
   operation: string;
@@ -133,9 +53,6 @@ interface Row {
 
 const DAY_MS = 86_400_000;
 const HOUR_MS = 3_600_000;
-const STATEMENTS_MAX = 256;
-/** Transaction control the store owns (savepoints stay the handler's). */
-const CONTROL = /^\s*(?:BEGIN|COMMIT|END|ROLLBACK(?!\s+(?:TRANSACTION\s+)?TO\b))\b/i;
 
 const idOf = (scope: string, key: string): string => JSON.stringify([scope, key]);
 
@@ -173,14 +90,10 @@ export class SqliteKeyStore implements KeyStore<SqliteTransaction> {
   readonly #setup: ((connection: DatabaseSync) => void) | undefined;
   /** Keys this process is working on (claimed, not yet committed or rolled back). */
   readonly #inFlight = new Map<string, KeyClaim>();
-  readonly #statements = new Map<string, StatementSync>();
-  /** Set while a handler runs, to refuse a nested transaction (it would queue behind its own). */
-  readonly #working = new AsyncLocalStorage<{ live: boolean }>();
-  #writer: Db | undefined;
+  readonly #statements = new Statements();
+  readonly #writes: SqliteWrites;
   #reader: Db | undefined;
   #opening: Promise<void> | undefined;
-  /** The write queue: each transaction starts when the one before has ended. */
-  #tail: Promise<unknown> = Promise.resolve();
   #closed = false;
   #maintainedAt = Number.NEGATIVE_INFINITY;
   #maintaining: Promise<unknown> | undefined;
@@ -208,6 +121,8 @@ export class SqliteKeyStore implements KeyStore<SqliteTransaction> {
     this.#autoMaintain = options.autoMaintain ?? true;
     this.#onMaintenanceError = options.onMaintenanceError ?? (() => undefined);
     this.#setup = options.setup;
+    const writes = { file: this.file, lockTimeout: this.#lockTimeout, transactionTimeout: this.#transactionTimeout };
+    this.#writes = new SqliteWrites(writes, this.#statements);
   }
 
   /** Opens the file (WAL, `synchronous=FULL`) and brings the key tables up to date. Safe from every process. */
@@ -259,19 +174,19 @@ export class SqliteKeyStore implements KeyStore<SqliteTransaction> {
       writer.close();
       throw closedError();
     }
-    this.#writer = writer;
+    this.#writes.writer = writer;
     this.#reader = reader;
   }
 
   async execute(claim: KeyClaim, work: (tx: SqliteTransaction) => Promise<StoredAnswer>): Promise<Execution> {
     if (this.#closed) throw closedError();
-    this.#notNested();
+    this.#writes.notNested();
     // Stored as UTF-8, where two scopes with lone surrogates become one: one tenant's keys.
     if (!wellFormed(claim.scope) || !wellFormed(claim.operation))
       throw new InvalidArgumentError(
         'SqliteKeyStore: the scope and the operation must be well-formed Unicode (no lone surrogate).',
       );
-    if (!this.#writer) await this.open();
+    if (!this.#writes.writer) await this.open();
     this.#maybeMaintain();
     // From here to the queue: one synchronous turn, so no other request of this process can
     // see the key free in between.
@@ -302,29 +217,35 @@ export class SqliteKeyStore implements KeyStore<SqliteTransaction> {
       if (this.#inFlight.get(id) === claim) this.#inFlight.delete(id);
     };
     try {
-      return await this.#write(release, async (db) => {
+      return await this.#writes.write(release, async (db) => {
         const now = Date.now();
-        const claimed = this.#statement(
-          db,
-          `INSERT INTO oncely_server_keys (scope, key, created_at, operation, fingerprint) VALUES (?, ?, ?, ?, ?)
+        const claimed = this.#statements
+          .get(
+            db,
+            `INSERT INTO oncely_server_keys (scope, key, created_at, operation, fingerprint) VALUES (?, ?, ?, ?, ?)
            ON CONFLICT (scope, key) DO UPDATE SET created_at = excluded.created_at, operation = excluded.operation,
              fingerprint = excluded.fingerprint, status = NULL, headers = NULL, body = NULL
            WHERE oncely_server_keys.created_at <= ?`,
-        ).run(claim.scope, claim.key, now, claim.operation, claim.fingerprint, now - this.#retentionMs);
+          )
+          .run(claim.scope, claim.key, now, claim.operation, claim.fingerprint, now - this.#retentionMs);
         if (Number(claimed.changes) !== 1) {
           // Committed by another process since the look-up: its answer, and nothing of ours.
-          const row = this.#statement(db, LIVE).get(claim.scope, claim.key, now - this.#retentionMs) as Row | undefined;
+          const row = this.#statements.get(db, LIVE).get(claim.scope, claim.key, now - this.#retentionMs) as
+            | Row
+            | undefined;
           if (!row) throw new StoreError('SqliteKeyStore: the key row was neither claimed nor found.');
           return { commit: false, value: outcomeOf(row, claim) };
         }
-        const answer = await this.#runWork(db, work).catch((error: unknown) => {
+        const answer = await this.#writes.runWork(db, work).catch((error: unknown) => {
           workFailed = true;
           throw error;
         });
-        this.#statement(
-          db,
-          'UPDATE oncely_server_keys SET status = ?, headers = ?, body = ?, created_at = ? WHERE scope = ? AND key = ?',
-        ).run(answer.status, JSON.stringify(answer.headers), answer.body, Date.now(), claim.scope, claim.key);
+        this.#statements
+          .get(
+            db,
+            'UPDATE oncely_server_keys SET status = ?, headers = ?, body = ?, created_at = ? WHERE scope = ? AND key = ?',
+          )
+          .run(answer.status, JSON.stringify(answer.headers), answer.body, Date.now(), claim.scope, claim.key);
         return { commit: true, value: { outcome: 'ran', answer } satisfies Execution };
       });
     } catch (error) {
@@ -342,11 +263,11 @@ export class SqliteKeyStore implements KeyStore<SqliteTransaction> {
    */
   async transaction<T>(work: (tx: SqliteTransaction) => T | Promise<T>): Promise<T> {
     if (this.#closed) throw closedError();
-    this.#notNested();
-    if (!this.#writer) await this.open();
-    return this.#write(
+    this.#writes.notNested();
+    if (!this.#writes.writer) await this.open();
+    return this.#writes.write(
       () => undefined,
-      async (db) => ({ commit: true, value: await this.#runWork(db, async (tx) => work(tx)) }),
+      async (db) => ({ commit: true, value: await this.#writes.runWork(db, async (tx) => work(tx)) }),
     );
   }
 
@@ -356,18 +277,20 @@ export class SqliteKeyStore implements KeyStore<SqliteTransaction> {
    */
   async maintain(): Promise<{ deleted: number }> {
     if (this.#closed) throw closedError();
-    if (!this.#writer) await this.open();
+    if (!this.#writes.writer) await this.open();
     let deleted = 0;
     for (;;) {
-      const n = await this.#write(
+      const n = await this.#writes.write(
         () => undefined,
         async (db) => {
           const cutoff = Date.now() - this.#retentionMs;
-          const gone = this.#statement(
-            db,
-            `DELETE FROM oncely_server_keys WHERE rowid IN
+          const gone = this.#statements
+            .get(
+              db,
+              `DELETE FROM oncely_server_keys WHERE rowid IN
                (SELECT rowid FROM oncely_server_keys WHERE created_at <= ? ORDER BY created_at LIMIT ?)`,
-          ).run(cutoff, this.#maintainBatch);
+            )
+            .run(cutoff, this.#maintainBatch);
           return { commit: true, value: Number(gone.changes) };
         },
       );
@@ -390,7 +313,7 @@ export class SqliteKeyStore implements KeyStore<SqliteTransaction> {
     if (typeof options?.operation !== 'string' || typeof options.effectsSql !== 'string')
       throw new InvalidArgumentError('checkInvariant needs an `operation` and an `effectsSql`.');
     if (this.#closed) throw closedError();
-    if (!this.#writer) await this.open();
+    if (!this.#writes.writer) await this.open();
     const [low, high] = options.statuses ?? [200, 299];
     const since = Date.now() - (options.windowMs ?? 82_800_000);
     const reader = this.#reader!;
@@ -423,20 +346,20 @@ export class SqliteKeyStore implements KeyStore<SqliteTransaction> {
     if (this.#closed) return;
     this.#closed = true;
     await this.#opening?.catch(() => undefined);
-    await this.#tail;
+    await this.#writes.idle();
     await this.#maintaining;
     this.#statements.clear();
     this.#reader?.close();
-    this.#writer?.close();
+    this.#writes.writer?.close();
     this.#reader = undefined;
-    this.#writer = undefined;
+    this.#writes.writer = undefined;
   }
 
   /** The key's committed row within retention, read on the connection that sees commits only. */
   #readCommitted(claim: KeyClaim): Row | undefined {
     const reader = this.#reader!;
     try {
-      return this.#statement(reader, LIVE).get(claim.scope, claim.key, Date.now() - this.#retentionMs) as
+      return this.#statements.get(reader, LIVE).get(claim.scope, claim.key, Date.now() - this.#retentionMs) as
         | Row
         | undefined;
     } catch (error) {
@@ -444,126 +367,6 @@ export class SqliteKeyStore implements KeyStore<SqliteTransaction> {
       if (isBusy(error)) return undefined;
       throw error;
     }
-  }
-
-  /**
-   * One write transaction, after the ones queued before it: `BEGIN IMMEDIATE` (another
-   * connection's lock waited for from a timer), `body`, then `COMMIT` — or `ROLLBACK` when
-   * it throws or says not to commit. `ended` runs in the same synchronous turn as either.
-   */
-  #write<T>(ended: () => void, body: (db: Db) => Promise<{ commit: boolean; value: T }>): Promise<T> {
-    const run = this.#tail.then(async () => {
-      const db = this.#writer;
-      if (!db) throw closedError();
-      try {
-        await retryWhileBusy(() => db.exec('BEGIN IMMEDIATE'), this.#lockTimeout);
-      } catch (error) {
-        ended();
-        if (!isBusy(error)) throw error;
-        throw new StoreError(
-          `SqliteKeyStore: another connection held ${this.file}'s write lock for more than ${this.#lockTimeout} ms; nothing ran.`,
-          { cause: error },
-        );
-      }
-      try {
-        const { commit, value } = await body(db);
-        if (!inTransaction(db))
-          throw new StoreError('SqliteKeyStore: the transaction was ended by its work; nothing of the key was stored.');
-        if (!commit) db.exec('ROLLBACK');
-        else
-          try {
-            db.exec('COMMIT');
-          } catch (error) {
-            // Still open (a deferred constraint, a lock): it is rolled back below, nothing
-            // committed. Ended by SQLite itself (an I/O error, fsync): the WAL may hold it.
-            if (inTransaction(db)) throw error;
-            ended();
-            throw new StoreError(
-              `SqliteKeyStore: the COMMIT of the key and its effect failed (${messageOf(error)}); whether it committed is unknown. A retry with the key finds out: the replay, or a first run.`,
-              { cause: error },
-            );
-          }
-        ended();
-        return value;
-      } catch (error) {
-        try {
-          if (inTransaction(db)) db.exec('ROLLBACK');
-        } finally {
-          ended();
-        }
-        throw error;
-      }
-    });
-    this.#tail = run.catch(() => undefined);
-    return run;
-  }
-
-  /** Runs the handler with a transaction handle that dies when it returns, bounded by `transactionTimeout`. */
-  async #runWork<T>(db: Db, work: (tx: SqliteTransaction) => Promise<T>): Promise<T> {
-    let live = true;
-    const check = (sql: string) => {
-      if (!live)
-        throw new StoreError('SqliteKeyStore: this transaction is over; a handler writes only before it returns.');
-      if (sql.split(';').some((part) => CONTROL.test(part)))
-        throw new InvalidArgumentError(
-          'SqliteKeyStore: BEGIN, COMMIT, END and ROLLBACK belong to the store (the key commits with your rows); use SAVEPOINT.',
-        );
-    };
-    const statement = (sql: string) => {
-      check(sql);
-      return this.#statement(db, sql) as unknown as Record<
-        'run' | 'get' | 'all',
-        (...params: SqlParameters) => unknown
-      >;
-    };
-    const tx: SqliteTransaction = {
-      run: (sql, ...params) => statement(sql).run(...params) as StatementResultingChanges,
-      get: <R>(sql: string, ...params: SqlParameters) => statement(sql).get(...params) as R | undefined,
-      all: <R>(sql: string, ...params: SqlParameters) => statement(sql).all(...params) as R[],
-      exec: (sql) => {
-        check(sql);
-        db.exec(sql);
-      },
-    };
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () =>
-          reject(
-            new StoreError(
-              `SqliteKeyStore: the handler held its transaction for more than ${this.#transactionTimeout} ms; it was rolled back.`,
-            ),
-          ),
-        this.#transactionTimeout,
-      );
-    });
-    const context = { live: true };
-    try {
-      return await Promise.race([this.#working.run(context, () => work(tx)), timeout]);
-    } finally {
-      live = false;
-      context.live = false;
-      clearTimeout(timer);
-    }
-  }
-
-  /** A handler that awaits another transaction of this store would wait for itself (until transactionTimeout). */
-  #notNested(): void {
-    if (this.#working.getStore()?.live)
-      throw new InvalidArgumentError(
-        'SqliteKeyStore: a handler called execute() or transaction() of its own store; it would wait for its own transaction. Write through its `tx`.',
-      );
-  }
-
-  #statement(db: Db, sql: string): StatementSync {
-    const id = `${db === this.#reader ? 'r' : 'w'}${sql}`;
-    let statement = this.#statements.get(id);
-    if (!statement) {
-      if (this.#statements.size >= STATEMENTS_MAX) this.#statements.clear();
-      statement = db.prepare(sql);
-      this.#statements.set(id, statement);
-    }
-    return statement;
   }
 
   #maybeMaintain(): void {
@@ -580,9 +383,6 @@ export class SqliteKeyStore implements KeyStore<SqliteTransaction> {
 /** A key's row newer than the cutoff (committed, when read outside the claiming transaction). */
 const LIVE = `SELECT operation, fingerprint, status, headers, body FROM oncely_server_keys
                WHERE scope = ? AND key = ? AND created_at > ?`;
-
-const closedError = () => new StoreError('SqliteKeyStore is closed.');
-const messageOf = (error: unknown): string => (error as Error)?.message ?? String(error);
 
 /**
  * A `SqliteKeyStore` with its file opened and migrated: errors (a file that is not SQLite,

@@ -6,9 +6,13 @@
  * the locks were taken, so the isolation level is fixed):
  * 1. try an exclusive xact advisory lock on hash(scope, key, operation, fingerprint) (F),
  *    then on hash(scope, key) (K) — one statement, never waiting;
- * 2. look the key up over the retention window (every day partition in it);
- * 3. holding K with no live row: run the handler, insert the key row with its answer
- *    (`INSERT … WHERE NOT EXISTS (window) ON CONFLICT DO NOTHING`, a second guard), COMMIT.
+ * 2. look the key up over the retention window (every day partition in it) — 1 and 2 with
+ *    the BEGIN in one round trip (simple protocol, each statement its own snapshot);
+ * 3. holding K with no live row: run the handler, then in one round trip insert the key row
+ *    with its answer (`INSERT … WHERE NOT EXISTS (window) ON CONFLICT DO NOTHING`, a second
+ *    guard that fails the statement when it inserts nothing) and COMMIT.
+ * A claim costs two round trips besides the handler's; a replay, a 409 or a 422 one (its
+ * ROLLBACK is not waited for).
  * A request that cannot take K never waits for it: a committed row is replayed (or 422);
  * with none, the holder has not committed — 409 when F was held too (the same request
  * runs), 422 when this request could take its own F (another request runs).
@@ -17,7 +21,7 @@
 import { InvalidArgumentError, OncelyError, StoreError } from '../src/errors.js';
 import type { Execution, KeyClaim, KeyStore, StoredAnswer } from '../src/server/store.js';
 import { isPool, type Queryable, type QueryConfig, type QueryResultLike } from './database.js';
-import { decided, insertKey, lockAndLookUp } from './key-claim.js';
+import { type Days, decided, insertKey, type Looked, lockAndLookUp } from './key-claim.js';
 import { migrateKeys } from './key-migrations.js';
 import type { MigrateResult } from './migrate.js';
 
@@ -72,6 +76,16 @@ const PARTITION = /^oncely_server_keys_(\d{8})$/;
 
 export { lockKeys } from './key-claim.js';
 
+/**
+ * An error of the statements sent with the COMMIT that says nothing committed: a constraint,
+ * a data or a serialization error (the COMMIT failed or never ran). Anything else — no
+ * SQLSTATE (the connection died), a terminated backend, a crash — leaves it unknown.
+ */
+function refusedBeforeCommit(error: unknown): boolean {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return typeof code === 'string' && /^(22|23|25|40|42|P0)/.test(code);
+}
+
 export class PostgresKeyStore<C extends PooledConnection = PooledConnection> implements KeyStore<C> {
   readonly #pool: KeyStorePool<C>;
   readonly #retention: string;
@@ -81,6 +95,7 @@ export class PostgresKeyStore<C extends PooledConnection = PooledConnection> imp
   readonly #onMaintenanceError: (error: unknown) => void;
   #maintainedAt = Number.NEGATIVE_INFINITY;
   #maintaining: Promise<unknown> | undefined;
+  #days: Days | undefined;
 
   constructor(options: PostgresKeyStoreOptions<C>) {
     if (typeof options?.pool?.connect !== 'function')
@@ -174,6 +189,9 @@ export class PostgresKeyStore<C extends PooledConnection = PooledConnection> imp
 
   async execute(claim: KeyClaim, work: (tx: C) => Promise<StoredAnswer>): Promise<Execution> {
     this.#maybeMaintain();
+    // The days of the last request: checked against the database's clock in the same round
+    // trip, the look-up redone on the rare request that finds them changed (a new day).
+    const days = this.#days;
     let conn: C;
     try {
       conn = await this.#pool.connect();
@@ -197,13 +215,25 @@ export class PostgresKeyStore<C extends PooledConnection = PooledConnection> imp
       broken = error;
     };
     events.on?.('error', onError);
+    let releaseLater = false;
+    const done = (error?: Error) => {
+      events.off?.('error', onError);
+      conn.release(error ?? broken);
+    };
     try {
-      // One round trip: BEGIN and the locks (the simple protocol takes both statements).
-      const looked = await lockAndLookUp(conn, claim, this.#retention, 'BEGIN ISOLATION LEVEL READ COMMITTED');
+      // One round trip: BEGIN, the try-locks and the look-up (see key-claim.ts).
+      const looked = await lockAndLookUp(conn, claim, this.#retention, 'BEGIN ISOLATION LEVEL READ COMMITTED', days);
+      this.#days = looked.window;
       const early = decided(looked, claim);
       if (early) {
-        await conn.query({ text: 'ROLLBACK' });
+        // Read only: the answer is known, the ROLLBACK only ends the transaction and frees
+        // the locks; the connection goes back to the pool once it has (or is closed).
         inTransaction = false;
+        releaseLater = true;
+        void conn.query({ text: 'ROLLBACK' }).then(
+          () => done(),
+          (rollback: Error) => done(rollback),
+        );
         return early;
       }
       let answer: StoredAnswer;
@@ -235,9 +265,10 @@ export class PostgresKeyStore<C extends PooledConnection = PooledConnection> imp
       } finally {
         clearTimeout(timer);
       }
-      await insertKey(conn, looked, claim, answer);
+      // One round trip: the key row with its answer, then COMMIT — never run when the
+      // insert failed (the key committed by a writer that did not hold its lock).
       committing = true;
-      await conn.query({ text: 'COMMIT' });
+      await insertKey(conn, looked, claim, this.#retention, answer, 'COMMIT');
       inTransaction = false;
       return { outcome: 'ran', answer };
     } catch (error) {
@@ -250,14 +281,13 @@ export class PostgresKeyStore<C extends PooledConnection = PooledConnection> imp
       if (workFailed || error instanceof OncelyError) throw error;
       const reason = (error as Error)?.message ?? String(error);
       throw new StoreError(
-        committing
+        committing && !refusedBeforeCommit(error)
           ? `PostgresKeyStore: the COMMIT of the key and its effect got no answer (${reason}); whether it committed is unknown. A retry with the key finds out: the replay, or a first run.`
           : `PostgresKeyStore could not run the request under its key: ${reason}. Nothing was committed.`,
         { scope: claim.scope, cause: error },
       );
     } finally {
-      events.off?.('error', onError);
-      conn.release(broken);
+      if (!releaseLater) done(broken);
     }
   }
 
@@ -285,10 +315,10 @@ export class PostgresKeyStore<C extends PooledConnection = PooledConnection> imp
       });
     };
     const undo = 'ROLLBACK TO SAVEPOINT oncely_key; RELEASE SAVEPOINT oncely_key';
-    let looked: Awaited<ReturnType<typeof lockAndLookUp>>;
+    let looked: Looked;
     try {
       // A SAVEPOINT outside a transaction block is an error: a client without BEGIN is refused here.
-      looked = await lockAndLookUp(tx, claim, this.#retention, 'SAVEPOINT oncely_key');
+      looked = await lockAndLookUp(tx, claim, this.#retention, 'SAVEPOINT oncely_key', this.#days);
     } catch (error) {
       if ((error as { code?: unknown })?.code === '25P01')
         throw new InvalidArgumentError(
@@ -303,6 +333,7 @@ export class PostgresKeyStore<C extends PooledConnection = PooledConnection> imp
         `PostgresKeyStore.executeIn needs a READ COMMITTED transaction, got ${looked.isolation}: an older snapshot could miss a committed key.`,
       );
     }
+    this.#days = looked.window;
     const early = decided(looked, claim);
     if (early) {
       await tx.query({ text: undo }).catch((error) => fail(error, 'release the key'));
@@ -316,8 +347,8 @@ export class PostgresKeyStore<C extends PooledConnection = PooledConnection> imp
       throw error;
     }
     try {
-      await insertKey(tx, looked, claim, answer);
-      await tx.query({ text: 'RELEASE SAVEPOINT oncely_key' });
+      // One round trip: the key row, then the savepoint's release (the COMMIT is the app's).
+      await insertKey(tx, looked, claim, this.#retention, answer, 'RELEASE SAVEPOINT oncely_key');
     } catch (error) {
       return fail(error, 'store the key');
     }

@@ -96,6 +96,22 @@ describe('oncely/server core: the three outcomes', () => {
     expect(s.ledger).toHaveLength(1);
   });
 
+  it("the handler's request is unread and holds the body, its method, URL, headers and signal", async () => {
+    const bytes = new Uint8Array([0, 255, 0xc3, 0x28, 10]);
+    const seen: unknown[] = [];
+    const abort = new AbortController();
+    const route = createIdempotency({ store: new MemoryKeyStore() }).route('PUT /blobs', async ({ request }) => {
+      seen.push(request.bodyUsed, request.method, request.url, request.headers.get('x-a'), request.signal.aborted);
+      abort.abort();
+      seen.push(request.signal.aborted, [...new Uint8Array(await request.arrayBuffer())]);
+      return { status: 204 };
+    });
+    const headers = { 'Idempotency-Key': '"u"', 'x-a': 'b' };
+    const request = new Request(`${BASE}/blobs?v=1`, { method: 'PUT', headers, body: bytes, signal: abort.signal });
+    expect((await route(request)).status).toBe(204);
+    expect(seen).toEqual([false, 'PUT', `${BASE}/blobs?v=1`, 'b', false, true, [...bytes]]);
+  });
+
   it('a binary Response body is replayed byte for byte', async () => {
     const store = new MemoryKeyStore();
     const bytes = new Uint8Array([0, 255, 0xc3, 0x28, 10, 13, 0x80]);

@@ -6,7 +6,7 @@
 import type pg from 'pg';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { PostgresKeyStore } from '../postgres/key-store.js';
-import { InvalidArgumentError } from '../src/errors.js';
+import { InvalidArgumentError, StoreError } from '../src/errors.js';
 import { MemoryKeyStore, once } from '../src/server/index.js';
 import { useTestDatabase } from './postgres/database.js';
 
@@ -111,6 +111,67 @@ describe('once(store, spec, work, { tx }): the app opens the transaction', () =>
     }
     expect([await orders('k-throw-before'), await orders('k-throw'), await keyRows('k-throw')]).toEqual([1, 0, 0]);
     expect((await inAppTx('k-throw', 'COMMIT')).outcome).toBe('ran');
+  });
+
+  it('two messages per claim besides the work, one per replay; hostile scopes and keys stay text (escaped literals)', async () => {
+    const client = await pool.connect();
+    const sent: string[] = [];
+    const query = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>;
+    (client as { query: unknown }).query = (config: { text?: string } | string, ...rest: unknown[]) => {
+      sent.push(typeof config === 'string' ? config : (config?.text ?? ''));
+      return query(config, ...rest);
+    };
+    const spec = { scope: "acct'); DROP TABLE orders; --", key: "k-'\\-literal", operation: "order $1 E'\\x'" };
+    const work = async (tx: pg.PoolClient) => {
+      await tx.query('INSERT INTO orders (key, amount) VALUES ($1, 1)', [spec.key]);
+      return 'paid';
+    };
+    try {
+      for (const expected of ['ran', 'replayed']) {
+        await client.query('BEGIN');
+        sent.length = 0;
+        const result = await once(store, spec, work, { tx: client });
+        const ours = [...sent];
+        await client.query('COMMIT');
+        expect(result).toEqual({ outcome: expected, value: 'paid' });
+        // ran: the savepoint + locks + look-up, the work's INSERT, the key row + release; replayed: the look-up, the undo.
+        expect(ours).toHaveLength(expected === 'ran' ? 3 : 2);
+        expect(ours.some((text) => /^\s*COMMIT/m.test(text))).toBe(false); // the COMMIT stays the app's
+      }
+    } finally {
+      client.release();
+    }
+    const stored = await db.admin.query('SELECT scope, operation FROM oncely_server_keys WHERE key = $1', [spec.key]);
+    expect(stored.rows).toEqual([{ scope: spec.scope, operation: spec.operation }]);
+    expect(await orders(spec.key)).toBe(1);
+  });
+
+  it("a key row committed meanwhile by a writer that bypassed the lock: a StoreError, the savepoint never released, the app's transaction only rolls back", async () => {
+    const client = await pool.connect();
+    try {
+      await client.query('BEGIN');
+      const attempt = once(
+        store,
+        { scope: 'acct', key: 'k-bypass', operation: 'order' },
+        async (tx) => {
+          await tx.query("INSERT INTO orders (key, amount) VALUES ('k-bypass', 1)");
+          await db.admin.query(
+            `INSERT INTO oncely_server_keys (scope, key, day, created_at, operation, fingerprint, status, headers, body)
+             VALUES ('acct', 'k-bypass', (now() AT TIME ZONE 'UTC')::date, now(), 'order', 'other', 200, '[]', '')`,
+          );
+          return 1;
+        },
+        { tx: client },
+      );
+      await expect(attempt).rejects.toThrow(StoreError);
+      await expect(attempt).rejects.toThrow(/did not hold its advisory lock/);
+      // The failed insert aborted the transaction: nothing after it ran, nothing can commit.
+      await expect(client.query('SELECT 1')).rejects.toThrow(/aborted/);
+      await client.query('ROLLBACK');
+    } finally {
+      client.release();
+    }
+    expect([await orders('k-bypass'), await keyRows('k-bypass')]).toEqual([0, 1]);
   });
 
   it('refuses a client outside BEGIN, a REPEATABLE READ transaction, a pool, and a store without executeIn', async () => {

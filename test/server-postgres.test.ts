@@ -116,6 +116,30 @@ describe('PostgresKeyStore: one transaction', () => {
     expect(await ledgerRows('throws')).toBe(1);
   });
 
+  it.each(['on', 'off'])(
+    'scopes, keys and operations go into the SQL as escaped literals: quotes, backslashes and SQL stay text (standard_conforming_strings %s)',
+    async (conforming) => {
+      const pool = db.pool({ max: 2, options: `-c standard_conforming_strings=${conforming}` });
+      const store = new PostgresKeyStore({ pool, autoMaintain: false });
+      const hostile = ["it's", 'back\\slash\\', "x'); DROP TABLE ledger; --", "E'\\x00'", '$$ $1 ::int', 'é ☃ 𝄞'];
+      let runs = 0;
+      for (const [i, text] of hostile.entries()) {
+        // A key is printable ASCII: the hostile text as is when it is, else the scope alone carries it.
+        const key = /^[\x20-\x7e]+$/.test(text) ? `${text}-k` : `k-${i}`;
+        const spec = { scope: `${conforming}:${text}`, key: `${conforming}:${key}`, operation: `POST ${text}` };
+        const first = await once(store, spec, async () => ++runs);
+        expect(first).toMatchObject({ outcome: 'ran', value: runs });
+        expect(await once(store, spec, async () => ++runs)).toMatchObject({ outcome: 'replayed', value: runs });
+        const stored = await db.admin.query('SELECT scope, operation FROM oncely_server_keys WHERE key = $1', [
+          spec.key,
+        ]);
+        expect(stored.rows).toEqual([{ scope: spec.scope, operation: spec.operation }]);
+      }
+      expect(runs).toBe(hostile.length);
+      expect(await count("SELECT count(*) AS n FROM pg_tables WHERE tablename = 'ledger'")).toBe(1);
+    },
+  );
+
   it('pg_terminate_backend mid-handler: no key, no effect; the next attempt runs once', async () => {
     const pool = db.pool({ max: 2 });
     let pid = 0;
@@ -247,6 +271,67 @@ describe('PostgresKeyStore: concurrency', () => {
 });
 
 describe('PostgresKeyStore: retention across day partitions', () => {
+  it('a day window gone stale (a day turned since the last request) is noticed in the same round trip and the look-up redone: replayed, never run again', async () => {
+    const real = db.pool({ max: 2 });
+    // The first request's days read as long past, as if they were cached a day ago: the
+    // second request's look-up, pruned to them, finds nothing; only the redo finds the key.
+    let aged = true;
+    const pool = {
+      query: real.query.bind(real),
+      connect: async () => {
+        const conn = await real.connect();
+        const query = conn.query.bind(conn) as (config: unknown) => Promise<unknown>;
+        (conn as { query: unknown }).query = async (config: { text?: string }) => {
+          const result = await query(config);
+          if (aged && config?.text?.startsWith('BEGIN')) {
+            aged = false;
+            Object.assign((result as { rows: object[] }[])[1]!.rows[0]!, { first: '2000-01-01', today: '2000-01-02' });
+          }
+          return result;
+        };
+        return conn;
+      },
+    } as unknown as pg.Pool;
+    const store = new PostgresKeyStore({ pool, autoMaintain: false });
+    let runs = 0;
+    const spec = { scope: 'acct', key: 'stale-days', operation: 'op' };
+    expect(await once(store, spec, async () => ++runs)).toMatchObject({ outcome: 'ran', value: 1 });
+    expect(await once(store, spec, async () => ++runs)).toMatchObject({ outcome: 'replayed', value: 1 });
+    expect(runs).toBe(1);
+    expect(aged).toBe(false);
+  });
+
+  it('messages sent per request: a claim 3 (BEGIN + locks + look-up, the work, key row + COMMIT), a replay 2 (the look-up, an unawaited ROLLBACK)', async () => {
+    const real = db.pool({ max: 1 });
+    const sent: string[] = [];
+    const wrapped = new WeakSet<object>(); // the pool hands the same connection out again: wrap it once
+    const pool = {
+      query: real.query.bind(real),
+      connect: async () => {
+        const conn = await real.connect();
+        if (wrapped.has(conn)) return conn;
+        wrapped.add(conn);
+        const query = conn.query.bind(conn) as (...args: unknown[]) => Promise<unknown>;
+        (conn as { query: unknown }).query = (config: { text?: string } | string, ...rest: unknown[]) => {
+          sent.push(typeof config === 'string' ? config : (config?.text ?? ''));
+          return query(config, ...rest);
+        };
+        return conn;
+      },
+    } as unknown as pg.Pool;
+    const store = new PostgresKeyStore<pg.PoolClient>({ pool, autoMaintain: false });
+    const spec = { scope: 'acct', key: 'messages', operation: 'op' };
+    const work = async (tx: pg.PoolClient) => (await tx.query('SELECT 7 AS n')).rows[0].n as number;
+    expect(await once(store, spec, work)).toMatchObject({ outcome: 'ran', value: 7 });
+    expect(sent).toHaveLength(3);
+    expect(sent[0]).toMatch(/^BEGIN[\s\S]*pg_try_advisory_xact_lock[\s\S]*FROM oncely_server_keys/);
+    expect(sent[2]).toMatch(/INSERT INTO oncely_server_keys[\s\S]*;\s*COMMIT\s*$/);
+    sent.length = 0;
+    expect(await once(store, spec, work)).toMatchObject({ outcome: 'replayed', value: 7 });
+    expect(sent).toEqual([expect.stringMatching(/^BEGIN/), 'ROLLBACK']);
+    expect(await keyRows('messages')).toBe(1);
+  });
+
   async function partitionFor(daysAgo: number) {
     await db.admin.query(`DO $$ DECLARE d date := (now() AT TIME ZONE 'UTC')::date - ${daysAgo}; BEGIN
       EXECUTE format('CREATE TABLE IF NOT EXISTS %I PARTITION OF oncely_server_keys FOR VALUES FROM (%L) TO (%L)',

@@ -5,19 +5,23 @@
  * `listenContractServer` (node:http, `oncely/node`).
  *
  * Order of checks for a request: CORS preflight → injected faults that answer in front of
- * the idempotency layer → no route (404) → key missing / invalid (400) → fingerprint
- * mismatch (422, even while in progress) → in progress (409 + Retry-After) → completed
- * (replay, `Idempotent-Replayed: true`) → claim the key, run the effect, store the answer.
+ * the idempotency layer → no route (404) → then `oncely/server`'s own core on a memory
+ * store: key missing / invalid (400) → another request under the key (422, even while in
+ * progress) → in progress (409 + Retry-After) → completed (replay, `Idempotent-Replayed:
+ * true`) → claim the key, run the effect, store the answer. The faults are layered around
+ * that core (docs/mock.md), so the mock and the server cannot disagree on the protocol.
  */
+import { ietf, type Profile } from '../profiles/profiles.js';
+import { createIdempotency } from '../server/idempotency.js';
 import { corsHeaders } from './cors.js';
 import { createDefaultRoutes } from './default-routes.js';
 import { type Fault, FaultQueue, type FaultSpec } from './faults.js';
 import { requestFingerprint } from './fingerprint.js';
 import { type KeyReading, readKeyHeader } from './key-header.js';
+import { FaultyKeyStore, type RecordState } from './key-store.js';
 import { Ledger, type RequestLogEntry } from './ledger.js';
 import { type ContractServerOptions, resolveOptions } from './options.js';
 import { PROBLEM_TYPES, problemResponse } from './problem.js';
-import { type IdempotencyRecord, type RecordState, RecordStore, scopedId } from './records.js';
 import {
   compileRoutes,
   fromStoredResponse,
@@ -76,6 +80,18 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 
 const isSuccess = (status: number): boolean => status >= 200 && status < 300;
 
+const REPLAYED = 'Idempotent-Replayed';
+
+/** Thrown from the core's handler by a `hang` released: the key rolls back, the client gets no answer. */
+class Hung extends Error {}
+
+/** Thrown from the core's handler for an answer `storeResponses: '2xx'` does not keep: the key rolls back. */
+class NotStored extends Error {
+  constructor(readonly stored: StoredResponse) {
+    super('not stored');
+  }
+}
+
 /**
  * Create a contract server.
  *
@@ -93,7 +109,21 @@ export function createContractServer(options: ContractServerOptions = {}): Contr
   let nextId = 0;
   const defaults = options.routes ? undefined : createDefaultRoutes(options.generateId ?? (() => `id_${++nextId}`));
   const routes = compileRoutes(options.routes ?? defaults?.routes ?? {});
-  const records = new RecordStore(config.retentionMs, config.now);
+  const keys = new FaultyKeyStore({ retentionMs: config.retentionMs, now: config.now });
+  /** The scope of each request in flight, computed once (a scope function may not be pure). */
+  const scopes = new WeakMap<Request, string>();
+  // The core takes whole seconds; another value is set on its 409s below.
+  const coreRetryAfter = Number.isInteger(config.retryAfter) && config.retryAfter >= 0 ? config.retryAfter : 1;
+  const profile: Profile = { ...ietf, name: 'oncely-mock', header: config.headerName, replayHeaders: [REPLAYED] };
+  const core = createIdempotency({
+    store: keys,
+    profile,
+    keyFormat: config.keyFormat,
+    maxKeyLength: config.maxKeyLength,
+    scope: (request) => scopes.get(request) ?? '',
+    retryAfter: coreRetryAfter,
+    maxBodyBytes: Number.POSITIVE_INFINITY,
+  });
   const ledger = new Ledger();
   const faults = new FaultQueue();
   const cors =
@@ -133,7 +163,13 @@ export function createContractServer(options: ContractServerOptions = {}): Contr
     });
   };
 
-  async function runRoute(ex: Exchange, handler: RouteHandler, params: Record<string, string>, text: string) {
+  async function runRoute(
+    ex: Exchange,
+    handler: RouteHandler,
+    params: Record<string, string>,
+    text: string,
+    request: Request,
+  ) {
     let json: unknown;
     try {
       json = text === '' ? undefined : JSON.parse(text);
@@ -142,7 +178,7 @@ export function createContractServer(options: ContractServerOptions = {}): Contr
     }
     try {
       const result = await handler({
-        request: ex.request,
+        request,
         json,
         text,
         params,
@@ -160,36 +196,72 @@ export function createContractServer(options: ContractServerOptions = {}): Contr
     }
   }
 
-  /** Run the effect (under a claimed key, when there is one), applying delay and hang faults. */
-  async function run(
-    ex: Exchange,
-    perform: () => Promise<StoredResponse>,
-    claim?: { id: string; record: IdempotencyRecord },
-  ): Promise<Response> {
+  /** Run the effect without a key, applying delay and hang faults. */
+  async function runKeyless(ex: Exchange, perform: () => Promise<StoredResponse>): Promise<Response> {
     const { fault } = ex;
     if (fault?.fault === 'hang') {
       ex.faultApplied = true;
       await released(ex.request);
-      if (claim) records.release(claim.id, claim.record);
       return Response.error();
     }
     const delay = fault?.fault === 'delay' ? fault : undefined;
     if (delay && delay.when !== 'after-commit') await sleep(delay.ms);
-    let stored: StoredResponse;
-    try {
-      stored = await perform();
-    } catch (error) {
-      if (claim) records.release(claim.id, claim.record);
-      throw error;
-    }
-    if (claim) {
-      const forced = fault?.fault === 'status' && fault.store === true;
-      if (forced || config.storeResponses === 'all' || isSuccess(stored.status)) records.complete(claim.record, stored);
-      else records.release(claim.id, claim.record);
-    }
+    const stored = await perform();
     if (delay && delay.when === 'after-commit') await sleep(delay.ms);
     ex.faultApplied = delay !== undefined;
     return fromStoredResponse(stored);
+  }
+
+  /**
+   * Under a key, the server core decides (400, 422, 409, replay, claim); the faults act
+   * inside its handler (delay, hang, a forced stored answer, `storeResponses: '2xx'`) and
+   * around its answer (a late answer, a hold's `Retry-After`).
+   */
+  async function runKeyed(
+    ex: Exchange,
+    perform: (text: string, request: Request) => Promise<StoredResponse>,
+  ): Promise<Response> {
+    const { fault } = ex;
+    const delay = fault?.fault === 'delay' ? fault : undefined;
+    const operation = `${ex.method} ${ex.url.pathname}`;
+    if (fault?.fault === 'in-progress' && ex.key !== undefined) {
+      const text = await ex.request.clone().text();
+      const fingerprint = await requestFingerprint(ex.method, ex.url, text);
+      keys.hold({ scope: ex.scope, key: ex.key, operation, fingerprint }, fault.ms, fault.retryAfter);
+    }
+    let ranHere = false;
+    let response: Response;
+    try {
+      response = await core.handle(ex.request, { operation }, async (context) => {
+        ranHere = true;
+        if (fault?.fault === 'hang') {
+          ex.faultApplied = true;
+          await released(ex.request);
+          throw new Hung();
+        }
+        if (delay && delay.when !== 'after-commit') await sleep(delay.ms);
+        // The core has read the body: its context holds a Request still unread, for the route.
+        const stored = await perform(context.text, context.request);
+        const forced = fault?.fault === 'status' && fault.store === true;
+        if (!forced && config.storeResponses === '2xx' && !isSuccess(stored.status)) throw new NotStored(stored);
+        return fromStoredResponse(stored);
+      });
+    } catch (error) {
+      // Thrown from the handler: the core rolled the key back, as for a server that died.
+      if (error instanceof Hung) return Response.error();
+      if (!(error instanceof NotStored)) throw error;
+      response = fromStoredResponse(error.stored);
+    }
+    if (ranHere) {
+      if (delay && delay.when === 'after-commit') await sleep(delay.ms);
+      ex.faultApplied = delay !== undefined;
+    } else if (response.headers.get(REPLAYED) === 'true') ex.entry.replayed = true;
+    else if (response.status === 409 && ex.key !== undefined) {
+      const retryAfter =
+        keys.heldRetryAfter(ex.scope, ex.key) ?? (coreRetryAfter === config.retryAfter ? undefined : config.retryAfter);
+      if (retryAfter !== undefined) response.headers.set('Retry-After', String(retryAfter));
+    }
+    return response;
   }
 
   /** The answer before the wrapping faults (drop, late delay or hang) apply. */
@@ -208,42 +280,12 @@ export function createContractServer(options: ContractServerOptions = {}): Contr
       const detail = `No route for ${ex.method} ${ex.url.pathname}.`;
       return problemResponse({ type: PROBLEM_TYPES.notFound, title: 'Not Found', status: 404, detail });
     }
-    if (ex.reading && !ex.reading.ok) {
-      const problem = { type: PROBLEM_TYPES.keyInvalid, title: `${name} is invalid`, status: 400 };
-      return problemResponse({ ...problem, detail: ex.reading.reason });
-    }
-    if (!ex.reading && config.requireKeyFor.has(ex.method)) {
-      const detail = `${ex.method} requests must carry an ${name} header.`;
-      return problemResponse({ type: PROBLEM_TYPES.keyMissing, title: `${name} is missing`, status: 400, detail });
-    }
-    const text = await ex.request.clone().text();
-    const perform = () =>
-      storedFault || !route ? toStoredResponse(storedFault ?? {}) : runRoute(ex, route.handler, route.params, text);
-    if (ex.key === undefined) return run(ex, perform);
-
-    const id = scopedId(ex.scope, ex.key);
-    const fingerprint = await requestFingerprint(ex.method, ex.url, text);
-    if (fault?.fault === 'in-progress') records.hold(id, fingerprint, fault.ms, fault.retryAfter);
-    // No await from here to the claim: the lookup and the claim are one atomic step.
-    const found = records.lookup(id, fingerprint);
-    if (found.kind === 'mismatch') {
-      const detail = `This ${name} was already used with a different request (method, path or body). Use a new key for a new request.`;
-      return problemResponse({ type: PROBLEM_TYPES.keyReused, title: `${name} is already used`, status: 422, detail });
-    }
-    if (found.kind === 'in_progress') {
-      const detail = `The first request with this ${name} is still being processed. Retry later with the same key.`;
-      const title = `A request is outstanding for this ${name}`;
-      const retryAfter = String(found.record.retryAfter ?? config.retryAfter);
-      return problemResponse(
-        { type: PROBLEM_TYPES.inProgress, title, status: 409, detail },
-        { 'Retry-After': retryAfter },
-      );
-    }
-    if (found.kind === 'completed') {
-      ex.entry.replayed = true;
-      return fromStoredResponse(found.response, { 'Idempotent-Replayed': 'true' });
-    }
-    return run(ex, perform, { id, record: records.claim(id, fingerprint) });
+    const perform = (text: string, request: Request) =>
+      storedFault || !route
+        ? toStoredResponse(storedFault ?? {})
+        : runRoute(ex, route.handler, route.params, text, request);
+    if (ex.reading || config.requireKeyFor.has(ex.method)) return runKeyed(ex, perform);
+    return runKeyless(ex, async () => perform(await ex.request.clone().text(), ex.request));
   }
 
   async function handle(request: Request): Promise<Response> {
@@ -272,6 +314,7 @@ export function createContractServer(options: ContractServerOptions = {}): Contr
     ledger.requests.push(entry);
     if (key !== undefined) ledger.countAttempt(scope, key);
 
+    scopes.set(request, scope);
     const ex: Exchange = { request, url, method, scope, reading, key, fault, entry, faultApplied: false };
     let response = await answer(ex);
     if (fault?.fault === 'delay' && !ex.faultApplied) await sleep(fault.ms);
@@ -301,11 +344,7 @@ export function createContractServer(options: ContractServerOptions = {}): Contr
     defaultRoutes: defaults !== undefined,
     effects: (key, scope) => ledger.effects(key, scope),
     attempts: (key, scope) => ledger.attempts(key, scope),
-    keyState(key, scope) {
-      if (scope !== undefined) return records.get(scopedId(scope, key))?.state;
-      for (const [id, record] of records.entries()) if ((JSON.parse(id) as string[])[1] === key) return record.state;
-      return undefined;
-    },
+    keyState: (key, scope) => (scope === undefined ? keys.stateInAnyScope(key) : keys.state(scope, key)),
     get requests() {
       return ledger.requests;
     },
@@ -315,7 +354,7 @@ export function createContractServer(options: ContractServerOptions = {}): Contr
     reset() {
       hangs.abort();
       hangs = new AbortController();
-      records.clear();
+      keys.clear();
       ledger.clear();
       faults.clear();
       defaults?.clear();

@@ -19,8 +19,8 @@ export type {
   RespondFault,
   StatusFault,
 } from './faults.js';
+export type { RecordState } from './key-store.js';
 export type { RequestLogEntry } from './ledger.js';
 export type { ContractServerOptions, KeyFormat } from './options.js';
 export { PROBLEM_TYPES, type Problem } from './problem.js';
-export type { RecordState } from './records.js';
 export type { RouteContext, RouteHandler, RouteResult, Routes } from './routes.js';

@@ -1,6 +1,6 @@
 /** What the contract server counts, so tests can assert exactly-once. */
 import type { Fault } from './faults.js';
-import { scopedId } from './records.js';
+import { scopedId } from './key-store.js';
 
 /** One request as the server saw it, in arrival order. */
 export interface RequestLogEntry {

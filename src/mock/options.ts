@@ -39,7 +39,8 @@ export interface ContractServerOptions {
   keyFormat?: KeyFormat;
 
   /**
-   * Longest accepted key (decoded), in characters; longer is a 400.
+   * Longest accepted key (decoded), in characters, 1 to 255 (the server core's bound);
+   * longer is a 400.
    * @default 255
    */
   maxKeyLength?: number;
@@ -126,10 +127,13 @@ export function resolveOptions(options: ContractServerOptions): ResolvedOptions 
   }
   const retentionMs = options.retentionMs ?? 86_400_000;
   if (!(retentionMs > 0)) throw new TypeError(`retentionMs must be > 0, got ${retentionMs}.`);
+  const maxKeyLength = options.maxKeyLength ?? 255;
+  if (!Number.isInteger(maxKeyLength) || maxKeyLength < 1 || maxKeyLength > 255)
+    throw new TypeError(`maxKeyLength must be 1 to 255, got ${maxKeyLength}.`);
   return {
     headerName: options.headerName ?? 'Idempotency-Key',
     keyFormat,
-    maxKeyLength: options.maxKeyLength ?? 255,
+    maxKeyLength,
     requireKeyFor: new Set((options.requireKeyFor ?? ['POST', 'PATCH']).map((method) => method.toUpperCase())),
     scopeHeader: options.scopeHeader,
     scope: options.scope,

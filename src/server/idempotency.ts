@@ -127,6 +127,7 @@ function stringHeaders(init: HeadersInit | undefined): HeadersInit | undefined {
 }
 
 const NULL_BODY = new Set([204, 205, 304]);
+const decoder = new TextDecoder();
 
 /** The body's bytes, or `undefined` as soon as more than `max` arrive (the rest is not read). */
 async function readAtMost(request: Request, max: number): Promise<Uint8Array | undefined> {
@@ -224,13 +225,15 @@ export function createIdempotency<Tx>(options: IdempotencyOptions<Tx>): Idempote
       });
     }
     const length = Number(request.headers.get('content-length') ?? 0);
-    const bytes = length > config.maxBodyBytes ? undefined : await readAtMost(request.clone(), config.maxBodyBytes);
+    // Read from the request itself (a clone tees the stream: the most of this layer's CPU);
+    // the handler gets a fresh Request over the bytes, if it asks for one.
+    const bytes = length > config.maxBodyBytes ? undefined : await readAtMost(request, config.maxBodyBytes);
     if (!bytes) {
       seen.outcome = 'too_large';
       const detail = `The body is larger than ${config.maxBodyBytes} bytes.`;
       return problem({ type: PROBLEM_TYPES.tooLarge, title: 'Content Too Large', status: 413, detail });
     }
-    const text = new TextDecoder().decode(bytes);
+    const text = decoder.decode(bytes);
     const scope = await config.scope(request);
     seen.scope = scope;
     const path = relative(url) ?? url.pathname + url.search;
@@ -252,7 +255,23 @@ export function createIdempotency<Tx>(options: IdempotencyOptions<Tx>): Idempote
       execution = checkedExecution(
         await config.store.execute(claim, async (tx) => {
           const params = routed.params ?? {};
-          const context = { tx, request, json, text, key: reading.key, scope, params, operation: routed.operation };
+          let unread: Request | undefined;
+          const context = {
+            tx,
+            get request() {
+              unread ??=
+                request.body === null
+                  ? new Request(request)
+                  : new Request(request, { body: bytes as Uint8Array<ArrayBuffer> });
+              return unread;
+            },
+            json,
+            text,
+            key: reading.key,
+            scope,
+            params,
+            operation: routed.operation,
+          };
           const [stored, headers] = await toStored(await handler(context), config.storeHeader);
           firstHeaders = headers;
           return stored;

@@ -9,7 +9,9 @@
  * `garbage:<kind>` (an answer that is not one) · `never` (prints `written <key>`, never
  * resolves) · `backend-idle` / `backend-query` (prints `backend <pid> <key>`, then waits
  * 1.5 s in JS or in `pg_sleep`) · `after-commit` (the answer committed, then `res.end`
- * prints `committed <status> <body base64>` and never sends it).
+ * prints `committed <status> <body base64>` and never sends it) · `commit-unsent` /
+ * `commit-lost` (PostgreSQL: the pool goes through pg-proxy.ts, which kills the connection
+ * as its COMMIT is sent, before or after PostgreSQL commits).
  * A crash prints `CRASH <origin>` on stderr before the process dies.
  */
 import { createServer } from 'node:http';
@@ -20,6 +22,7 @@ import { openSqliteKeyStore, type SqliteTransaction } from '../../node/sqlite-ke
 import { PostgresKeyStore } from '../../postgres/key-store.js';
 import { idempotent } from '../../src/server/express.js';
 import { createIdempotency, type Idempotency } from '../../src/server/idempotency.js';
+import { startPgProxy } from './pg-proxy.js';
 
 export interface AppConfig {
   store: 'pg' | 'sqlite';
@@ -45,6 +48,8 @@ type Ledger = {
   write(key: string): Promise<number>;
   backend(): Promise<number>;
   sleepInQuery(s: number): Promise<void>;
+  /** Arms pg-proxy.ts's fault on this connection's COMMIT. */
+  arm(mode: string): Promise<void>;
 };
 
 function garbage(kind: string): unknown {
@@ -80,7 +85,10 @@ async function main() {
   let idempotency: Idempotency<unknown>;
   let ledgerOf: (tx: unknown) => Ledger;
   if (config.store === 'pg') {
-    const pool = new pg.Pool({ ...config.pg, max: 8 });
+    const { host = '', port = 5432 } = config.pg ?? {};
+    const proxy = await startPgProxy(host.startsWith('/') ? { path: `${host}/.s.PGSQL.${port}` } : { host, port });
+    const via = { host: '127.0.0.1', port: (proxy.address() as AddressInfo).port };
+    const pool = new pg.Pool({ ...config.pg, ...via, max: 8 });
     pool.on('error', () => undefined);
     const store = new PostgresKeyStore<pg.PoolClient>({
       pool,
@@ -99,6 +107,9 @@ async function main() {
         backend: async () => Number((await c.query('SELECT pg_backend_pid() AS pid')).rows[0].pid),
         sleepInQuery: async (s) => {
           await c.query('SELECT pg_sleep($1)', [s]);
+        },
+        arm: async (mode) => {
+          await c.query(`SELECT 'oncely-fault:${mode}'`);
         },
       };
     };
@@ -124,6 +135,7 @@ async function main() {
         sleepInQuery: async (s) => {
           await sleep(s * 1000);
         },
+        arm: async () => undefined,
       };
     };
   }
@@ -149,6 +161,7 @@ async function main() {
       if (behave === 'throw-before') throw new Error('the handler failed before its writes');
       const id = await ledger.write(key);
       if (behave === 'throw-after') throw new Error('the handler failed after its writes');
+      if (behave === 'commit-unsent' || behave === 'commit-lost') await ledger.arm(behave);
       if (behave.startsWith('slow:')) await sleep(Number(behave.slice(5)));
       if (behave.startsWith('garbage:')) return garbage(behave.slice(8)) as never;
       if (behave === 'never') {

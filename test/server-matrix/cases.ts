@@ -138,6 +138,36 @@ export const CASES: ServerCase[] = [
       },
     }),
   ),
+  ...(['commit-unsent', 'commit-lost'] as const).map(
+    (mode): ServerCase => ({
+      id: `pg-${mode}`,
+      fault:
+        mode === 'commit-unsent'
+          ? 'the connection dies as the COMMIT is sent, before PostgreSQL gets it: no answer to the COMMIT, nothing committed'
+          : 'PostgreSQL commits, the connection dies before the COMMIT answers: no answer to the COMMIT, all committed',
+      stores: ['pg'],
+      fast: true,
+      alsoAllowed: [500],
+      async run(ctx) {
+        const key = ctx.key('k');
+        const committed = mode === 'commit-lost' ? 1 : 0;
+        // The store cannot know the COMMIT's outcome: never a success, whatever happened.
+        expect((await ctx.post(key, { behave: mode })).status).toBe(500);
+        expect(await ctx.db.effects(key)).toBe(committed);
+        expect(await ctx.db.keyRows(key)).toBe(committed);
+        // Until PostgreSQL notices its client gone and rolls back, the key is still held: a
+        // retry gets 409 meanwhile, as a client would, and tries again.
+        let retry = await ctx.post(key);
+        for (let waited = 0; retry.status === 409 && waited < 5_000; waited += 100) {
+          await sleep(100);
+          retry = await ctx.post(key);
+        }
+        expect(retry.status).toBe(201);
+        expect(retry.headers['idempotent-replayed']).toBe(committed ? 'true' : undefined);
+        expect(await ctx.db.effects(key)).toBe(1);
+      },
+    }),
+  ),
   ...(['before', 'after'] as const).map(
     (when): ServerCase => ({
       id: `handler-throws-${when}-writes`,
