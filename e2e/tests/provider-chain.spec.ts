@@ -163,7 +163,10 @@ test('a reload mid-flight (the provider call under way): resumed under the same 
   expect(provider.attempts(downstream(key))).toBe(1);
 });
 
-test('the API SIGKILLed after phase 1: the restarted API resumes, one charge', async ({ page, site }) => {
+test('the API SIGKILLed after phase 1 (the page gets 409s meanwhile): the restarted API resumes, one charge', async ({
+  page,
+  site,
+}) => {
   test.setTimeout(60_000);
   const before = charges.length;
   const key = await open(page, site);
@@ -172,6 +175,8 @@ test('the API SIGKILLed after phase 1: the restarted API resumes, one charge', a
   await api.waitFor(`phase1 ${key}`);
   expect(await ordersOf(key)).toEqual([{ state: 'pending', charge: null }]);
   expect(charges).not.toContain(downstream(key));
+  // While the paused process owns the key, the page's retry (its attempt timed out at 5 s) is a 409.
+  await expect(page.getByTestId('events')).toContainText('409: still in progress on the server', { timeout: 20_000 });
   await restartApi();
   await api.waitFor(`calling ${key}`, 30_000); // the new process resumed from the recorded phase
   await expectPaidOnce(page, key, before);
