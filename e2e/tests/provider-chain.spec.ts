@@ -160,6 +160,7 @@ test('a reload mid-flight (the provider call under way): resumed under the same 
   await page.reload();
   expect(await claimedKey(page)).toBe(key);
   await expectPaidOnce(page, key, before);
+  await expect(page.getByTestId('replayed')).toHaveText('yes'); // the answer the first request stored
   expect(provider.attempts(downstream(key))).toBe(1);
 });
 
