@@ -6,7 +6,7 @@
  * API process SIGKILLed after phase 1, SIGKILLed during phase 2 (charged, answer lost), the
  * provider's answer dropped. Each fault × RUNS checkouts; invariant: one order and one
  * provider charge per checkout intent, every checkout ends 201 with the stored answer.
- * (The browser hop — the React checkout in Chromium — is done later, in e2e/.)
+ * (With the browser hop — the React checkout in Chromium — as well: e2e/tests/provider-chain.spec.ts.)
  */
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
