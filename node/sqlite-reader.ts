@@ -87,7 +87,18 @@ export class MainThreadReader {
     });
   }
 
-  async #open(): Promise<IntentRows | typeof ABSENT | undefined> {
+  /** One open at a time: concurrent first reads share it (each would open a connection of its own). */
+  #open(): Promise<IntentRows | typeof ABSENT | undefined> {
+    if (this.#rows) return Promise.resolve(this.#rows);
+    this.#opening ??= this.#openOnce().finally(() => {
+      this.#opening = undefined;
+    });
+    return this.#opening;
+  }
+
+  #opening: Promise<IntentRows | typeof ABSENT | undefined> | undefined;
+
+  async #openOnce(): Promise<IntentRows | typeof ABSENT | undefined> {
     if (this.#rows) return this.#rows;
     if (!this.#usable) return undefined;
     const file = existsSync(this.#file);

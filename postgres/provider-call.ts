@@ -136,7 +136,32 @@ export function providerCall<S, R, C extends PooledConnection>(
     });
     let row = found.rows[0] as CallRow | undefined;
     if (row && (row.operation !== operation || row.fingerprint !== fingerprint)) throw new Unsettled('mismatch');
+    const toReview = () =>
+      pool.query({
+        text: 'UPDATE oncely_server_calls SET review = true WHERE scope = $1 AND key = $2',
+        values: [scope, key],
+      });
+    if (row && !row.review) {
+      // Resuming: the downstream intent must still be the one phase 1 formed. A sweep may have
+      // deleted it (its record outlived its ttl while the phase row waited); re-forming it would
+      // start a fresh clock under a key the provider may have forgotten — a second charge
+      // (rule 7, S6). Reconciliation decides instead.
+      const stored = await client.store.get(client.scope, row.intent);
+      if (stored?.key !== row.intent_key) {
+        await toReview();
+        row.review = true;
+      }
+    }
     if (!row) {
+      // A downstream intent without a phase row: the incoming key was answered before and is
+      // now past the key store's retention. Its derived key may still be known to the provider,
+      // which would replay the old charge for this new request: refused until both forget it.
+      if (await client.store.get(client.scope, downstream.name))
+        throw new Unsettled(
+          'mismatch',
+          undefined,
+          "This key was used for an earlier request, now past the server's retention, whose provider call is still remembered. Send this request with a new idempotency key.",
+        );
       // Phase 1: committed before anything is sent, on a connection of its own.
       const conn = await connectWithin(pool, connectTimeout);
       let failed: Error | undefined;
@@ -178,10 +203,7 @@ export function providerCall<S, R, C extends PooledConnection>(
         outcome = { via: 'provider', result: await options.call(intent, state, request) };
       } catch (error) {
         if (error instanceof IntentExpiredError) {
-          await pool.query({
-            text: 'UPDATE oncely_server_calls SET review = true WHERE scope = $1 AND key = $2',
-            values: [scope, key],
-          });
+          await toReview();
           throw review();
         }
         // Another process's lease, a 409 from the provider, a budget spent without an answer.

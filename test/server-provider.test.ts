@@ -191,6 +191,42 @@ describe('providerCall: three phases, once per key', () => {
     expect([chargesFor('k-lease'), (await ordersFor('k-lease'))[0].state]).toEqual([1, 'paid']);
   });
 
+  it('a resumed call whose downstream intent was swept goes to review, never re-formed and resent (a fresh clock under a key the provider may have forgotten)', async () => {
+    const { client, route } = app();
+    behave = 'crash-after';
+    await expect(route(order('k-swept'))).rejects.toThrow('crashed with the answer in hand');
+    behave = 'ok';
+    const { name, key } = downstreamIntent('shop', 'acct', 'POST /orders', 'k-swept');
+    expect((await client.store.get(client.scope, name))?.state).toBe('succeeded');
+    // The phase row waited past the record's ttl: a sweep (any process's first intent runs one) deletes it.
+    await client.store.sweep(client.scope, Date.now() + 2 * 86_400_000);
+    expect(await client.store.get(client.scope, name)).toBeUndefined();
+    const sent = provider.requests.filter((r) => r.key === key).length;
+    const late = await route(order('k-swept'));
+    expect([late.status, late.headers.get('retry-after')]).toEqual([409, '60']);
+    expect(provider.requests.filter((r) => r.key === key).length).toBe(sent); // nothing resent
+    expect((await callsInReview(db.admin)).some((c) => c.key === 'k-swept')).toBe(true);
+    expect([chargesFor('k-swept'), (await ordersFor('k-swept'))[0].state]).toEqual([1, 'pending']);
+  });
+
+  it("a key reused past the key store's retention while its downstream intent is kept: 422, no second order, nothing sent", async () => {
+    const { route } = app();
+    expect((await route(order('k-reused'))).status).toBe(201);
+    // Retention: the key's row is gone (its partition dropped); the downstream intent is not.
+    await db.admin.query("DELETE FROM oncely_server_keys WHERE key = 'k-reused'");
+    const sent = provider.requests.length;
+    const again = await route(order('k-reused'));
+    expect(again.status).toBe(422);
+    expect((await again.json()).detail).toMatch(/new idempotency key/);
+    expect(provider.requests.length).toBe(sent);
+    expect([chargesFor('k-reused'), (await ordersFor('k-reused')).length]).toEqual([1, 1]);
+    // Its key row is gone from the window the invariant reads: its charge leaves the listing too.
+    charges.splice(
+      charges.findIndex((c) => c.key === downstreamIntent('shop', 'acct', 'POST /orders', 'k-reused').key),
+      1,
+    );
+  });
+
   it("the provider's answer dropped: the client's retry under the same key gets the replay", async () => {
     const { route } = app();
     provider.inject({ fault: 'drop-after-commit', match: { path: '/charges' } });

@@ -44,6 +44,21 @@ function setRow(file: string, name: string, text: string) {
 }
 
 describe('SqliteStore reads before its first write', () => {
+  it('concurrent first reads share one read-only connection, and close() closes it', async () => {
+    const { file, store } = await seeded();
+    const openOnFile = async () => {
+      const { readdir, readlink } = await import('node:fs/promises');
+      const fds = await readdir('/proc/self/fd');
+      const targets = await Promise.all(fds.map((fd) => readlink(`/proc/self/fd/${fd}`).catch(() => '')));
+      return targets.filter((t) => t === file).length;
+    };
+    const read = await Promise.all([store.get('u1', 'paid'), store.get('u1', 'paid'), store.get('u1', 'paid')]);
+    expect(read.map((r) => r?.name)).toEqual(['paid', 'paid', 'paid']);
+    expect(await openOnFile()).toBe(1);
+    await store.close();
+    expect(await openOnFile()).toBe(0);
+  });
+
   it('a clean record is read', async () => {
     const { store, record } = await seeded();
     await store.open();

@@ -282,7 +282,7 @@ export function createIdempotency<Tx>(options: IdempotencyOptions<Tx>): Idempote
       if (!(error instanceof Unsettled)) throw error;
       // Rolled back, nothing stored: answered as a held key (see unsettled.ts).
       seen.outcome = error.reason === 'mismatch' ? 'mismatch' : 'in_progress';
-      return error.reason === 'mismatch' ? mismatch() : inProgress(error.retryAfter, error.detail);
+      return error.reason === 'mismatch' ? mismatch(error.detail) : inProgress(error.retryAfter, error.detail);
     }
     seen.outcome = execution.outcome;
     switch (execution.outcome) {
@@ -312,8 +312,9 @@ export function createIdempotency<Tx>(options: IdempotencyOptions<Tx>): Idempote
   }
 
   /** 422 problem+json, or what the profile reads as a mismatch when it does not read 422 so (Stripe: a 400). */
-  function mismatch(): Response {
-    const detail = `This ${name} was already used with a different request (method, path or body). Use a new key for a new request.`;
+  function mismatch(
+    detail = `This ${name} was already used with a different request (method, path or body). Use a new key for a new request.`,
+  ): Response {
     const response = problem({ type: PROBLEM_TYPES.keyReused, title: `${name} is already used`, status: 422, detail });
     const probe = { status: 422, headers: new Headers(), body: {} };
     if (config.profile.classify(probe) === 'mismatch') return response;
