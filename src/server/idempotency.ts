@@ -259,10 +259,17 @@ export function createIdempotency<Tx>(options: IdempotencyOptions<Tx>): Idempote
           const context = {
             tx,
             get request() {
+              // From the URL and parts, not from the read request: some Request classes
+              // (happy-dom's, under MSW) clone the input's consumed body before taking the new one.
               unread ??=
                 request.body === null
                   ? new Request(request)
-                  : new Request(request, { body: bytes as Uint8Array<ArrayBuffer> });
+                  : new Request(request.url, {
+                      method: request.method,
+                      headers: request.headers,
+                      body: bytes as Uint8Array<ArrayBuffer>,
+                      signal: request.signal,
+                    });
               return unread;
             },
             json,
