@@ -8,21 +8,20 @@
  * provider charge per checkout intent, every checkout ends 201 with the stored answer.
  * (With the browser hop — the React checkout in Chromium — as well: e2e/tests/provider-chain.spec.ts.)
  */
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { listenContractServer } from '../node/mock-server.js';
 import { SqliteStore } from '../node/sqlite-store.js';
 import { downstreamIntent } from '../postgres/provider-call.js';
 import { checkProviderInvariant } from '../postgres/provider-invariant.js';
 import { type Client, createClient } from '../src/index.js';
-import { type ContractServer, createContractServer } from '../src/mock/index.js';
+import type { ContractServer } from '../src/mock/index.js';
 import { useTestDatabase } from './postgres/database.js';
 import { AppProcess } from './server-matrix/env.js';
 import type { ProviderAppConfig } from './server-matrix/provider-app.js';
+import { buildProviderApp, startProvider } from './server-matrix/provider-setup.js';
 
 const RUNS = 2;
 const FAULTS = ['double send', 'SIGKILL after phase 1', 'SIGKILL during phase 2', 'provider answer dropped'] as const;
@@ -58,31 +57,9 @@ function client(name: string): Client {
 }
 
 beforeAll(async () => {
-  await mkdir(path.dirname(script), { recursive: true });
   dir = await mkdtemp(path.join(tmpdir(), 'oncely-provider-chain-'));
-  await build({
-    entryPoints: [path.join(repo, 'test/server-matrix/provider-app.ts')],
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    outfile: script,
-    external: ['pg', 'express'],
-    logLevel: 'warning',
-  });
-  await db.admin.query(
-    'CREATE TABLE orders (id bigserial PRIMARY KEY, scope text, key text, amount int, state text, charge text)',
-  );
-  provider = createContractServer({
-    routes: {
-      'POST /charges': ({ key }) => {
-        charges.push(key!);
-        return { status: 201, body: { id: `ch_${charges.length}` } };
-      },
-    },
-  });
-  const listening = await listenContractServer(provider);
-  providerUrl = listening.url;
-  closeProvider = listening.close;
+  await buildProviderApp(script);
+  ({ provider, url: providerUrl, close: closeProvider } = await startProvider(db.admin, charges));
   await startApp();
 }, 90_000);
 

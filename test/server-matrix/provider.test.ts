@@ -6,18 +6,17 @@
  * every case: one order and one charge per key, every answer a 201, a 409 or the replay,
  * the final retry the stored answer byte for byte, no phase row left, no drift.
  */
-import { mkdir, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { listenContractServer } from '../../node/mock-server.js';
 import { downstreamIntent } from '../../postgres/provider-call.js';
 import { checkProviderInvariant } from '../../postgres/provider-invariant.js';
-import { type ContractServer, createContractServer } from '../../src/mock/index.js';
+import type { ContractServer } from '../../src/mock/index.js';
 import { useTestDatabase } from '../postgres/database.js';
 import { type Answer, AppProcess, post } from './env.js';
 import type { ProviderAppConfig } from './provider-app.js';
+import { buildProviderApp, startProvider } from './provider-setup.js';
 
 const repo = fileURLToPath(new URL('../..', import.meta.url));
 const script = path.join(repo, '.tmp', `server-matrix-provider-app-${process.pid}.mjs`);
@@ -158,30 +157,8 @@ const CASES: ProviderCase[] = [
 ];
 
 beforeAll(async () => {
-  await mkdir(path.dirname(script), { recursive: true });
-  await build({
-    entryPoints: [fileURLToPath(new URL('./provider-app.ts', import.meta.url))],
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    outfile: script,
-    external: ['pg', 'express'],
-    logLevel: 'warning',
-  });
-  await db.admin.query(
-    'CREATE TABLE orders (id bigserial PRIMARY KEY, scope text, key text, amount int, state text, charge text)',
-  );
-  provider = createContractServer({
-    routes: {
-      'POST /charges': ({ key }) => {
-        charges.push(key!);
-        return { status: 201, body: { id: `ch_${charges.length}` } };
-      },
-    },
-  });
-  const listening = await listenContractServer(provider);
-  providerUrl = listening.url;
-  closeProvider = listening.close;
+  await buildProviderApp(script);
+  ({ provider, url: providerUrl, close: closeProvider } = await startProvider(db.admin, charges));
 }, 90_000);
 
 afterAll(async () => {
