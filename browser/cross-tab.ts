@@ -119,6 +119,10 @@ export class WebLocksCoordinator implements IntentCoordinator {
     return this.#holds?.hold(this.#lockPrefix + intentId(scope, name), onHeld) ?? (() => {});
   }
 
+  runHeld<T>(scope: string, name: string, fn: (section: LockSection) => Promise<T>): Promise<T> | undefined {
+    return this.#holdsOf?.runHeld(this.#lockPrefix + intentId(scope, name), fn);
+  }
+
   noteSent(record: IntentRecord): (() => void) | undefined {
     return this.#notes.note(intentId(record.scope, record.name), record);
   }

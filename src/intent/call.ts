@@ -66,6 +66,8 @@ export interface IntentHandle {
   readonly inTransaction?: boolean;
   /** `record` is not stored yet (`client.send`): the `in_flight` write stores it, claim and send in one. */
   unstored?: boolean;
+  /** The key as the profile's header carries it, once encoded (`keyHeader`). */
+  keyHeader?: string;
 }
 
 /**
@@ -202,17 +204,22 @@ function beginWarm(h: IntentHandle, plan: CallPlan<unknown, unknown>, lease: () 
   const drop = ctx.coordinator.noteSent?.(next);
   if (!drop) return undefined;
   h.record = next;
-  const stored = storeCall(
-    ctx,
-    'marking the intent in flight',
-    () => ctx.store.update(h.scope, h.name, (current) => toInFlightOver(current, next)),
-    contextOf(h, { sent: true }),
-    budget.remaining(),
-  ).then((record) => {
-    drop();
-    if (record?.key === h.key) h.record = record;
-    report(h);
-  });
+  // Started once the request is on its way (the call gets there in this turn, without waits).
+  const stored = Promise.resolve()
+    .then(() =>
+      storeCall(
+        ctx,
+        'marking the intent in flight',
+        () => ctx.store.update(h.scope, h.name, (current) => toInFlightOver(current, next)),
+        contextOf(h, { sent: true }),
+        budget.remaining(),
+      ),
+    )
+    .then((record) => {
+      drop();
+      if (record?.key === h.key) h.record = record;
+      report(h);
+    });
   return { before, warm: true, stored, drop };
 }
 
@@ -292,33 +299,59 @@ async function write(
   report(h);
 }
 
+/** The platform does not say it is offline: an attempt may leave without waiting for the network. */
+function online(h: IntentHandle): boolean {
+  try {
+    return h.ctx.network?.online !== false;
+  } catch {
+    return false; // the loop's wait reports what the app's `online` threw
+  }
+}
+
 /**
  * While the platform is offline no attempt leaves: wait for the network within the deadline
- * and `offlineWait`. Resolves `undefined` to go on, or the report of an attempt that never
- * left (not retried: the wait used what the call had). The `network` option is the app's
- * code: an `online` or `onOnline()` that throws ends the call as an attempt that never left,
- * the throw as its cause (rejects only with the signal's reason).
+ * and `offlineWait`. Returns `undefined` to go on at once (online: no wait for the microtask
+ * queue before the request), else a promise of `undefined` to go on or of the report of an
+ * attempt that never left (not retried: the wait used what the call had). The `network`
+ * option is the app's code: an `online` or `onOnline()` that throws ends the call as an
+ * attempt that never left, the throw as its cause (rejects only with the signal's reason).
  */
-async function waitForNetwork(
+function waitForNetwork(
+  h: IntentHandle,
+  budget: RetryBudget,
+  signal: AbortSignal | undefined,
+): Promise<AttemptReport<never> | undefined> | undefined {
+  const { network } = h.ctx;
+  if (!network) return undefined;
+  try {
+    if (network.online !== false) return undefined;
+  } catch (thrown) {
+    return neverLeft(thrown, signal);
+  }
+  return offline(h, budget, signal);
+}
+
+async function offline(
   h: IntentHandle,
   budget: RetryBudget,
   signal: AbortSignal | undefined,
 ): Promise<AttemptReport<never> | undefined> {
   const { network, offlineWait } = h.ctx;
-  if (!network) return undefined;
-  let error: unknown;
   try {
-    if (network.online !== false) return undefined;
     emit(h, { type: 'offline', phase: 'paused' });
-    if (await untilOnline(network, Math.min(budget.remaining(), offlineWait), signal)) {
+    if (await untilOnline(network!, Math.min(budget.remaining(), offlineWait), signal)) {
       emit(h, { type: 'offline', phase: 'resumed' });
       return undefined;
     }
-    error = new DOMException('The network stayed offline', 'NetworkError');
   } catch (thrown) {
-    if (signal?.aborted && thrown === signal.reason) throw thrown;
-    error = thrown;
+    return neverLeft(thrown, signal);
   }
+  return neverLeft(new DOMException('The network stayed offline', 'NetworkError'), signal);
+}
+
+/** The report of an attempt that never left because of `error`; the signal's own reason rejects. */
+async function neverLeft(error: unknown, signal: AbortSignal | undefined): Promise<AttemptReport<never>> {
+  if (signal?.aborted && error === signal.reason) throw error;
   return { outcome: 'no_answer', replayed: false, sent: false, final: true, error };
 }
 
@@ -363,6 +396,22 @@ export async function sendCall<V, T>(
     } = (warm(h, section) && beginWarm(h, untyped, lease, budget)) || (await begin(h, untyped, lease, budget));
     const sending = h.record;
     h.section = undefined;
+    let counted = 1; // the in_flight write counted attempt 1
+    /** Hands attempt `n` to the transport now, then tells it went out: no listener runs ahead of it. */
+    const send = (n: number): Promise<AttemptReport<V>> => {
+      const attempting = attemptSafely(() => plan.attempt(n, budget.attemptTimeout(), plan.signal));
+      emit(h, { type: 'attempt', attempt: n, method: plan.method, url: plan.url });
+      return attempting.then((r) => {
+        if (!plan.keyed && !r.follow) r.final = true;
+        if (r.outcome === 'in_progress' && r.status) {
+          const hint = r.headers && parseRetryAfter(r.headers, ctx.now());
+          emit(h, { type: 'conflict', status: r.status, ...(hint !== undefined ? { retryAfter: hint } : {}) });
+        }
+        return r;
+      });
+    };
+    // Under a kept lock the first attempt leaves at once: the loop and the lease's renewal are set up after it.
+    const first = sentWarm && online(h) ? send(1) : undefined;
     // Later writes wait for the in_flight one; its failure is the settle write's to report.
     const landed = stored.catch(() => undefined);
     stopRenewal = every(ctx.leaseTtl / 3, () => {
@@ -374,9 +423,9 @@ export async function sendCall<V, T>(
           .catch(() => undefined),
       );
     });
-    let counted = 1; // the in_flight write counted attempt 1
     const end = await retryLoop(
       async (n) => {
+        if (n === 1 && first) return first;
         if (n > counted) {
           // So that pending() elsewhere sees the attempts made; a lost count is harmless.
           await landed;
@@ -396,16 +445,10 @@ export async function sendCall<V, T>(
             () => undefined,
           );
         }
-        const offline = await waitForNetwork(h, budget, plan.signal);
-        if (offline) return offline;
-        emit(h, { type: 'attempt', attempt: n, method: plan.method, url: plan.url });
-        const r = await attemptSafely(() => plan.attempt(n, budget.attemptTimeout(), plan.signal));
-        if (!plan.keyed && !r.follow) r.final = true;
-        if (r.outcome === 'in_progress' && r.status) {
-          const hint = r.headers && parseRetryAfter(r.headers, ctx.now());
-          emit(h, { type: 'conflict', status: r.status, ...(hint !== undefined ? { retryAfter: hint } : {}) });
-        }
-        return r;
+        const waiting = waitForNetwork(h, budget, plan.signal);
+        const unsent = waiting && (await waiting);
+        if (unsent) return unsent;
+        return send(n);
       },
       budget,
       plan.signal,
