@@ -310,48 +310,31 @@ function online(h: IntentHandle): boolean {
 
 /**
  * While the platform is offline no attempt leaves: wait for the network within the deadline
- * and `offlineWait`. Returns `undefined` to go on at once (online: no wait for the microtask
- * queue before the request), else a promise of `undefined` to go on or of the report of an
- * attempt that never left (not retried: the wait used what the call had). The `network`
- * option is the app's code: an `online` or `onOnline()` that throws ends the call as an
- * attempt that never left, the throw as its cause (rejects only with the signal's reason).
+ * and `offlineWait`. Resolves `undefined` to go on, or the report of an attempt that never
+ * left (not retried: the wait used what the call had). The `network` option is the app's
+ * code: an `online` or `onOnline()` that throws ends the call as an attempt that never left,
+ * the throw as its cause (rejects only with the signal's reason).
  */
-function waitForNetwork(
-  h: IntentHandle,
-  budget: RetryBudget,
-  signal: AbortSignal | undefined,
-): Promise<AttemptReport<never> | undefined> | undefined {
-  const { network } = h.ctx;
-  if (!network) return undefined;
-  try {
-    if (network.online !== false) return undefined;
-  } catch (thrown) {
-    return neverLeft(thrown, signal);
-  }
-  return offline(h, budget, signal);
-}
-
-async function offline(
+async function waitForNetwork(
   h: IntentHandle,
   budget: RetryBudget,
   signal: AbortSignal | undefined,
 ): Promise<AttemptReport<never> | undefined> {
   const { network, offlineWait } = h.ctx;
+  if (!network) return undefined;
+  let error: unknown;
   try {
+    if (network.online !== false) return undefined;
     emit(h, { type: 'offline', phase: 'paused' });
-    if (await untilOnline(network!, Math.min(budget.remaining(), offlineWait), signal)) {
+    if (await untilOnline(network, Math.min(budget.remaining(), offlineWait), signal)) {
       emit(h, { type: 'offline', phase: 'resumed' });
       return undefined;
     }
+    error = new DOMException('The network stayed offline', 'NetworkError');
   } catch (thrown) {
-    return neverLeft(thrown, signal);
+    if (signal?.aborted && thrown === signal.reason) throw thrown;
+    error = thrown;
   }
-  return neverLeft(new DOMException('The network stayed offline', 'NetworkError'), signal);
-}
-
-/** The report of an attempt that never left because of `error`; the signal's own reason rejects. */
-async function neverLeft(error: unknown, signal: AbortSignal | undefined): Promise<AttemptReport<never>> {
-  if (signal?.aborted && error === signal.reason) throw error;
   return { outcome: 'no_answer', replayed: false, sent: false, final: true, error };
 }
 
@@ -445,9 +428,8 @@ export async function sendCall<V, T>(
             () => undefined,
           );
         }
-        const waiting = waitForNetwork(h, budget, plan.signal);
-        const unsent = waiting && (await waiting);
-        if (unsent) return unsent;
+        const offline = online(h) ? undefined : await waitForNetwork(h, budget, plan.signal);
+        if (offline) return offline;
         return send(n);
       },
       budget,

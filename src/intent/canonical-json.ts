@@ -5,31 +5,12 @@
  * `__proto__` members. Throws a `TypeError` naming the path of what JSON cannot carry.
  */
 export function canonicalJson(value: unknown): string {
-  let out: string | undefined;
-  try {
-    out = write(value, new Set());
-  } catch (error) {
-    if (!(error instanceof Unsendable)) throw error;
-    const path = error.at.map((step) => (typeof step === 'number' ? `[${step}]` : `.${step}`)).join('');
-    throw new TypeError(`$${path} ${error.what}`);
-  }
+  const out = write(value, '$', new Set());
   if (out === undefined) throw new TypeError('$ is not a JSON value');
   return out;
 }
 
-/** What JSON cannot carry; its path is filled in on the way out (built only when thrown). */
-class Unsendable {
-  readonly at: (string | number)[] = [];
-  constructor(readonly what: string) {}
-}
-
-/** `error`, with `at` put in front of its path if it is Unsendable: thrown on by each level it passes. */
-function within(error: unknown, at: string | number): unknown {
-  if (error instanceof Unsendable) error.at.unshift(at);
-  return error;
-}
-
-function write(input: unknown, seen: Set<object>): string | undefined {
+function write(input: unknown, path: string, seen: Set<object>): string | undefined {
   let value = input;
   if (value !== null && typeof value === 'object' && typeof (value as { toJSON?: unknown }).toJSON === 'function')
     value = (value as { toJSON(key: string): unknown }).toJSON('');
@@ -38,10 +19,10 @@ function write(input: unknown, seen: Set<object>): string | undefined {
     case 'boolean':
       return JSON.stringify(value);
     case 'number':
-      if (!Number.isFinite(value)) throw new Unsendable(`is ${value}, which JSON cannot carry`);
+      if (!Number.isFinite(value)) throw new TypeError(`${path} is ${value}, which JSON cannot carry`);
       return JSON.stringify(value);
     case 'bigint':
-      throw new Unsendable('is a BigInt, which JSON cannot carry; send it as a string');
+      throw new TypeError(`${path} is a BigInt, which JSON cannot carry; send it as a string`);
     case 'undefined':
     case 'function':
     case 'symbol':
@@ -49,29 +30,16 @@ function write(input: unknown, seen: Set<object>): string | undefined {
   }
   if (value === null) return 'null';
   const object = value as object;
-  if (seen.has(object)) throw new Unsendable('refers back to itself (a cycle)');
+  if (seen.has(object)) throw new TypeError(`${path} refers back to itself (a cycle)`);
   seen.add(object);
   let out: string;
   if (Array.isArray(object)) {
-    // Holes too: a sparse array's holes are null, as JSON.stringify writes them.
-    const items: string[] = [];
-    for (let i = 0; i < object.length; i++) {
-      try {
-        items.push(write(object[i], seen) ?? 'null');
-      } catch (error) {
-        throw within(error, i);
-      }
-    }
-    out = `[${items.join(',')}]`;
+    // Array.from visits holes too: a sparse array's holes are null, as JSON.stringify writes them.
+    out = `[${Array.from(object, (item, i) => write(item, `${path}[${i}]`, seen) ?? 'null').join(',')}]`;
   } else {
     const members: string[] = [];
     for (const name of Object.keys(object).sort()) {
-      let member: string | undefined;
-      try {
-        member = write((object as Record<string, unknown>)[name], seen);
-      } catch (error) {
-        throw within(error, name);
-      }
+      const member = write((object as Record<string, unknown>)[name], `${path}.${name}`, seen);
       if (member !== undefined) members.push(`${JSON.stringify(name)}:${member}`);
     }
     out = `{${members.join(',')}}`;
