@@ -61,8 +61,13 @@ export class WebLocksCoordinator implements IntentCoordinator {
     this.#notes = new SentNotes(notes, `${this.#lockPrefix}sent:`);
   }
 
+  /** Kept once found: the getter of `navigator.locks` costs a click's request some µs. */
+  #locksFound: LockManager | undefined;
+
   get #locks(): LockManager | undefined {
-    return this.#locksOption ? this.#locksOption.value : globalThis.navigator?.locks;
+    if (this.#locksOption) return this.#locksOption.value;
+    this.#locksFound ??= globalThis.navigator?.locks;
+    return this.#locksFound;
   }
 
   /** True when locks span tabs (Web Locks), false when they only span this page. */
@@ -112,6 +117,10 @@ export class WebLocksCoordinator implements IntentCoordinator {
     // Closed, it hears no other tab's ask: it must not keep a lock.
     if (this.#closed) return () => {};
     return this.#holds?.hold(this.#lockPrefix + intentId(scope, name), onHeld) ?? (() => {});
+  }
+
+  runHeld<T>(scope: string, name: string, fn: (section: LockSection) => Promise<T>): Promise<T> | undefined {
+    return this.#holdsOf?.runHeld(this.#lockPrefix + intentId(scope, name), fn);
   }
 
   noteSent(record: IntentRecord): (() => void) | undefined {

@@ -144,6 +144,39 @@ export class LockHolds {
     return run;
   }
 
+  /**
+   * Runs `fn` now, synchronously, when `name` is held here and idle (no section runs or
+   * waits: none can be ahead of it); else `undefined`.
+   */
+  runHeld<T>(name: string, fn: (section: LockSection) => Promise<T>): Promise<T> | undefined {
+    const h = this.#holds.get(name);
+    if (!h?.held || h.busy > 0) return undefined;
+    h.busy++;
+    let settle: (ran: Promise<T>) => void = () => {};
+    const run = new Promise<T>((resolve) => {
+      settle = resolve;
+    });
+    // Queued before `fn` runs: a section asked for meanwhile waits for this one.
+    h.tail = run.then(
+      () => this.#ended(h),
+      () => this.#ended(h),
+    );
+    const section = nextSection(h.last);
+    h.last = undefined;
+    let ran: Promise<T>;
+    try {
+      ran = fn(section);
+    } catch (error) {
+      ran = Promise.reject(error);
+    }
+    settle(
+      ran.finally(() => {
+        h.last = section.id;
+      }),
+    );
+    return run;
+  }
+
   /** Another tab asked for `name`: let it go now if idle, else when the sections end. */
   wanted(name: string): void {
     const h = this.#holds.get(name);
@@ -189,11 +222,16 @@ export class LockHolds {
       });
     const done = () => {
       stop();
-      if (--h.busy > 0) return;
-      if (h.closed || h.wanted || this.#hidden) this.#yield(h);
+      this.#ended(h);
     };
     h.tail = run.then(done, done);
     return abortable(run, signal, () => started);
+  }
+
+  /** A section ended: with none left, the lock goes if it is not to be kept. */
+  #ended(h: Hold): void {
+    if (--h.busy > 0) return;
+    if (h.closed || h.wanted || this.#hidden) this.#yield(h);
   }
 
   /** Asks the holder for `name` now and every ASK_AGAIN_MS until `granted()`. Returns the stop. */

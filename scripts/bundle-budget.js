@@ -22,14 +22,16 @@ const KB = 1024;
 
 /**
  * The enforced budgets, in gzipped bytes: a guard against growth, set just above what the
- * bundles weigh today (checkout 25.6 KB / own 24.0 KB; everything 27.9 KB). Since issue 30
+ * bundles weigh (checkout 25.6 KB / own 24.0 KB; everything 27.9 KB after issue 30). Since issue 30
  * ky is loaded only by a client given ky options (a lazy chunk of about 9 KB gzip, not
  * counted; the direct fetch path and the path cache added 0.4 KB of own code); p-retry (1.8 KB)
- * is kept by decision. Issue 18 §4's TARGET for oncely's own
+ * is kept by decision. Issue 32 §5's click path (a kept lock's section run at once, the first
+ * attempt before the loop, hashing without allocations, the hook's deferred pending) added
+ * 0.7 KB: checkout 26.6 KB / own 25.0 KB; everything 28.9 KB. Issue 18 §4's TARGET for oncely's own
  * code is missed: about 19.5 KB gzipped without its messages. The report prints both;
  * docs/performance.md has the breakdown.
  */
-export const BUDGET = { checkout: { total: 26 * KB, own: 24.5 * KB }, everything: { total: 28.5 * KB } };
+export const BUDGET = { checkout: { total: 26.8 * KB, own: 25.2 * KB }, everything: { total: 29.2 * KB } };
 /** What issue 18 asks for. Reported, not enforced. */
 export const TARGET = { checkout: { total: 26 * KB, own: 13 * KB }, everything: { total: 30 * KB } };
 

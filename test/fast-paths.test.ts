@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { describe, expect, it, vi } from 'vitest';
 import { canonicalJson } from '../src/intent/canonical-json.js';
 import { mintKey } from '../src/intent/keys.js';
-import { sha256, sha256Bytes } from '../src/intent/sha256.js';
+import { sha256, sha256Bytes, sha256Text } from '../src/intent/sha256.js';
 import { setupContract } from './helpers/contract.js';
 
 const { contract, client } = setupContract();
@@ -64,6 +64,14 @@ describe('fingerprints and keys', () => {
     }
     const big = new Uint8Array(100_000).map((_, i) => (i * 31) & 0xff);
     expect(sha256Bytes(big)).toBe(createHash('sha256').update(big).digest('hex'));
+  });
+
+  it('the plain JavaScript SHA-256 of a string (ASCII read as is, the rest encoded) gives the digest of node:crypto, whatever the order of lengths', () => {
+    const texts = ['', 'a', 'x'.repeat(55), 'x'.repeat(56), 'x'.repeat(64), 'x'.repeat(5_000), '{"amount":1999}'];
+    texts.push('é 💳 \ud800 "quoted"', `${'y'.repeat(60)}€`, 'x'.repeat(3));
+    // Long after short and short after long: the buffers a digest reuses carry nothing over.
+    for (const text of [...texts, ...texts.reverse()])
+      expect(sha256Text(text), `length ${text.length}`).toBe(createHash('sha256').update(text).digest('hex'));
   });
 
   it('v7 keys minted in one millisecond stay in order and unique', () => {

@@ -62,6 +62,39 @@ describe('WebLocksCoordinator.hold', () => {
     hold.release();
   });
 
+  it('runHeld runs a section in the same turn under a kept, idle lock (else nothing), and a section asked for meanwhile waits for it', async () => {
+    const [tab, other] = tabs(2);
+    expect(tab!.runHeld('u1', 'pay', async () => 'not held')).toBeUndefined();
+    const hold = held(tab!);
+    await hold.ready;
+    await delay(1); // the first section (the hold's read) has ended
+    const log: string[] = [];
+    let finish = () => {};
+    const first = tab!.runHeld('u1', 'pay', async (section) => {
+      log.push('first');
+      await new Promise<void>((resolve) => {
+        finish = resolve;
+      });
+      log.push('first ends');
+      return section;
+    });
+    expect(log).toEqual(['first']); // ran in this turn
+    expect(tab!.runHeld('u1', 'pay', async () => 'busy')).toBeUndefined();
+    const second = tab!.exclusive('u1', 'pay', async (section) => {
+      log.push('second');
+      return section;
+    });
+    await delay(5);
+    expect(log).toEqual(['first']);
+    finish();
+    const [a, b] = await Promise.all([first, second]);
+    expect(log).toEqual(['first', 'first ends', 'second']);
+    expect(a?.after).toBe(hold.gains[0]!.id);
+    expect(b?.after).toBe(a?.id);
+    expect(other!.runHeld('u1', 'pay', async () => 'not held here')).toBeUndefined();
+    hold.release();
+  });
+
   it('another tab asking gets the lock once no section runs, and the holder queues again', async () => {
     const [a, b] = tabs(2);
     const hold = held(a!);

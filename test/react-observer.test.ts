@@ -4,6 +4,7 @@
  */
 import { build } from 'esbuild';
 import { describe, expect, it } from 'vitest';
+import { WebLocksCoordinator } from '../browser/cross-tab.js';
 import {
   IdempotentMutationObserver,
   initialMutationState,
@@ -14,7 +15,8 @@ import {
   type RecordUpdater,
   reduceMutation,
 } from '../src/index.js';
-import { cart, makeClient, NAME, pay, setupHookContract } from './helpers/react.js';
+import { NoteMap } from './adversarial/harness.js';
+import { buffered, cart, makeClient, NAME, pay, setupHookContract } from './helpers/react.js';
 
 const { contract } = setupHookContract();
 
@@ -48,6 +50,32 @@ describe('IdempotentMutationObserver from `oncely` (no framework)', () => {
     expect(contract.effects(ref.value.key!)).toBe(1);
     expect(contract.attempts(ref.value.key!)).toBe(1);
     unsubscribe();
+  });
+
+  it('under a kept lock mutate() hands the request to fetch before any subscriber hears of pending (a render would hold it back)', async () => {
+    const coordinator = new WebLocksCoordinator({ channel: `oncely-observer-${process.pid}`, notes: new NoteMap() });
+    const log: string[] = [];
+    const client = makeClient(new MemoryStore(), {
+      coordinator,
+      fetch: (input, init) => {
+        log.push('fetch');
+        return buffered(input, init);
+      },
+    });
+    const observer = new IdempotentMutationObserver({ client, intent: NAME, request: pay });
+    const { ref, unsubscribe } = bind(observer);
+    try {
+      await until(() => ref.value.key !== undefined);
+      await new Promise((resolve) => setTimeout(resolve, 20)); // the lock is kept, its record read
+      observer.subscribe(() => log.push(observer.getState().status));
+      observer.mutate();
+      expect(log).toEqual(['fetch']);
+      await until(() => ref.value.isSuccess);
+      expect(log.slice(0, 2)).toEqual(['fetch', 'pending']);
+    } finally {
+      unsubscribe();
+      coordinator.close();
+    }
   });
 
   it('a success whose outcome write fails (a full disk): success with the data and the StoreError as warning (issue 32 §3)', async () => {

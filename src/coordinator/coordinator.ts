@@ -27,6 +27,12 @@ export interface IntentCoordinator {
    */
   hold?(scope: string, name: string, onHeld: (section: LockSection) => Promise<void>): () => void;
   /**
+   * Runs `fn` as a section now, in this call, when the lock of (scope, name) is kept here
+   * ({@link hold}) and no section runs or waits; else runs nothing and returns `undefined`
+   * (then `exclusive`). A click's call then reaches its request with nothing to wait for.
+   */
+  runHeld?<T>(scope: string, name: string, fn: (section: LockSection) => Promise<T>): Promise<T> | undefined;
+  /**
    * Notes synchronously, where a reload finds it (localStorage), that `record` is sent
    * before its `in_flight` write lands (a call started under a kept lock). Returns the
    * function that drops the note once a write of the call has landed, or `undefined` when

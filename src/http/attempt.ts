@@ -199,23 +199,33 @@ export type Bounded = ReturnType<typeof withTimeout>;
 /**
  * A signal that aborts with `parent` or after `ms` (on the timers tests can fake), and
  * `race(work)`: `work`, or the signal's reason as soon as it aborts, for work that does not
- * listen to the signal (a foreign fetch, a body stream of its own).
+ * listen to the signal (a foreign fetch, a body stream of its own). The timer and the
+ * listener on `parent` are set at the first `race`, once the request has been handed over:
+ * until then only synchronous code runs, and a click's request leaves without waiting for them.
  */
 export function withTimeout(parent: AbortSignal | undefined, ms: number) {
   const controller = new AbortController();
   const { signal } = controller;
   let timedOut = false;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let armed = false;
   const onAbort = () => controller.abort(parent?.reason);
   if (parent?.aborted) onAbort();
-  else parent?.addEventListener('abort', onAbort, { once: true });
-  const timer = setTimeout(() => {
-    timedOut = true;
-    controller.abort(timeoutError());
-  }, ms);
+  const arm = () => {
+    if (armed) return;
+    armed = true;
+    if (parent?.aborted) onAbort();
+    else parent?.addEventListener('abort', onAbort, { once: true });
+    timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort(timeoutError());
+    }, ms);
+  };
   return {
     signal,
     timedOut: () => timedOut,
     race<T>(work: Promise<T>): Promise<T> {
+      arm();
       work.catch(() => undefined); // a late failure of abandoned work is nobody's
       if (signal.aborted) return Promise.reject(signal.reason);
       return new Promise<T>((resolve, reject) => {
@@ -225,6 +235,7 @@ export function withTimeout(parent: AbortSignal | undefined, ms: number) {
       });
     },
     clear: () => {
+      armed = true; // nothing to arm once cleared
       clearTimeout(timer);
       parent?.removeEventListener('abort', onAbort);
     },

@@ -66,6 +66,8 @@ export interface IntentHandle {
   readonly inTransaction?: boolean;
   /** `record` is not stored yet (`client.send`): the `in_flight` write stores it, claim and send in one. */
   unstored?: boolean;
+  /** The key as the profile's header carries it, once encoded (`keyHeader`). */
+  keyHeader?: string;
 }
 
 /**
@@ -202,17 +204,22 @@ function beginWarm(h: IntentHandle, plan: CallPlan<unknown, unknown>, lease: () 
   const drop = ctx.coordinator.noteSent?.(next);
   if (!drop) return undefined;
   h.record = next;
-  const stored = storeCall(
-    ctx,
-    'marking the intent in flight',
-    () => ctx.store.update(h.scope, h.name, (current) => toInFlightOver(current, next)),
-    contextOf(h, { sent: true }),
-    budget.remaining(),
-  ).then((record) => {
-    drop();
-    if (record?.key === h.key) h.record = record;
-    report(h);
-  });
+  // Started once the request is on its way (the call gets there in this turn, without waits).
+  const stored = Promise.resolve()
+    .then(() =>
+      storeCall(
+        ctx,
+        'marking the intent in flight',
+        () => ctx.store.update(h.scope, h.name, (current) => toInFlightOver(current, next)),
+        contextOf(h, { sent: true }),
+        budget.remaining(),
+      ),
+    )
+    .then((record) => {
+      drop();
+      if (record?.key === h.key) h.record = record;
+      report(h);
+    });
   return { before, warm: true, stored, drop };
 }
 
@@ -292,6 +299,15 @@ async function write(
   report(h);
 }
 
+/** The platform does not say it is offline: an attempt may leave without waiting for the network. */
+function online(h: IntentHandle): boolean {
+  try {
+    return h.ctx.network?.online !== false;
+  } catch {
+    return false; // the loop's wait reports what the app's `online` threw
+  }
+}
+
 /**
  * While the platform is offline no attempt leaves: wait for the network within the deadline
  * and `offlineWait`. Resolves `undefined` to go on, or the report of an attempt that never
@@ -363,6 +379,22 @@ export async function sendCall<V, T>(
     } = (warm(h, section) && beginWarm(h, untyped, lease, budget)) || (await begin(h, untyped, lease, budget));
     const sending = h.record;
     h.section = undefined;
+    let counted = 1; // the in_flight write counted attempt 1
+    /** Hands attempt `n` to the transport now, then tells it went out: no listener runs ahead of it. */
+    const send = (n: number): Promise<AttemptReport<V>> => {
+      const attempting = attemptSafely(() => plan.attempt(n, budget.attemptTimeout(), plan.signal));
+      emit(h, { type: 'attempt', attempt: n, method: plan.method, url: plan.url });
+      return attempting.then((r) => {
+        if (!plan.keyed && !r.follow) r.final = true;
+        if (r.outcome === 'in_progress' && r.status) {
+          const hint = r.headers && parseRetryAfter(r.headers, ctx.now());
+          emit(h, { type: 'conflict', status: r.status, ...(hint !== undefined ? { retryAfter: hint } : {}) });
+        }
+        return r;
+      });
+    };
+    // Under a kept lock the first attempt leaves at once: the loop and the lease's renewal are set up after it.
+    const first = sentWarm && online(h) ? send(1) : undefined;
     // Later writes wait for the in_flight one; its failure is the settle write's to report.
     const landed = stored.catch(() => undefined);
     stopRenewal = every(ctx.leaseTtl / 3, () => {
@@ -374,9 +406,9 @@ export async function sendCall<V, T>(
           .catch(() => undefined),
       );
     });
-    let counted = 1; // the in_flight write counted attempt 1
     const end = await retryLoop(
       async (n) => {
+        if (n === 1 && first) return first;
         if (n > counted) {
           // So that pending() elsewhere sees the attempts made; a lost count is harmless.
           await landed;
@@ -396,16 +428,9 @@ export async function sendCall<V, T>(
             () => undefined,
           );
         }
-        const offline = await waitForNetwork(h, budget, plan.signal);
+        const offline = online(h) ? undefined : await waitForNetwork(h, budget, plan.signal);
         if (offline) return offline;
-        emit(h, { type: 'attempt', attempt: n, method: plan.method, url: plan.url });
-        const r = await attemptSafely(() => plan.attempt(n, budget.attemptTimeout(), plan.signal));
-        if (!plan.keyed && !r.follow) r.final = true;
-        if (r.outcome === 'in_progress' && r.status) {
-          const hint = r.headers && parseRetryAfter(r.headers, ctx.now());
-          emit(h, { type: 'conflict', status: r.status, ...(hint !== undefined ? { retryAfter: hint } : {}) });
-        }
-        return r;
+        return send(n);
       },
       budget,
       plan.signal,

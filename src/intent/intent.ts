@@ -16,7 +16,7 @@ import { emit } from './ending.js';
 import { changedParts } from './fingerprint.js';
 import { mintKey } from './keys.js';
 import type { DataOf, IntentResponse, RequestOptions } from './options.js';
-import { requestPlan } from './plans.js';
+import { keyHeader, requestPlan } from './plans.js';
 import { storeCall, watch } from './store-call.js';
 
 export type { DataOf, IntentResponse, RequestOptions, RunContext, RunOptions } from './options.js';
@@ -185,6 +185,11 @@ export class Intent {
       if (record.state !== seen.state || record.updatedAt !== seen.updatedAt)
         this.#h.ctx.hub.emit({ type: 'state', record, source: 'local' });
       setTimeout(warmUp, 0);
+      try {
+        keyHeader(this.#h); // what the click's request carries, ready before the click
+      } catch {
+        // A key the profile cannot encode: the call says so.
+      }
     };
     return coordinator.hold?.(this.scope, this.name, onHeld) ?? (() => {});
   }
@@ -223,7 +228,9 @@ export async function callWith<T>(
   const h = handles.get(intent);
   if (!h) throw new InvalidArgumentError('Pass an Intent from client.intent(name).');
   const started = h.ctx.monotonic(); // serialising and hashing the body count in the deadline
-  const plan = await planOf(h);
+  const planned = planOf(h);
+  // A plan made synchronously (`request()`) is sent without a wait for the microtask queue.
+  const plan = planned instanceof Promise ? await planned : planned;
   const { deadline } = h.ctx.retry;
   // Not another client's lock: this call's own preparation used the deadline up.
   if (h.ctx.monotonic() - started >= deadline)
@@ -233,7 +240,8 @@ export async function callWith<T>(
 
 /**
  * Joins an identical call already in flight in this client, or runs the call under the
- * coordinator's lock for this intent. The wait for the lock counts in the call's deadline.
+ * coordinator's lock for this intent: at once where this client keeps it idle (a click's
+ * call), else once granted. The wait for the lock counts in the call's deadline.
  */
 function call<V, T>(h: IntentHandle, plan: CallPlan<V, T>, started: number): Promise<T> {
   const { ctx } = h;
@@ -243,41 +251,55 @@ function call<V, T>(h: IntentHandle, plan: CallPlan<V, T>, started: number): Pro
   const id = intentId(h.scope, h.name);
   const running = ctx.inflight.get(id);
   if (running) {
-    if (running.fingerprint === plan.fingerprint) return running.promise as Promise<T>;
+    // Asked while the first call runs its way to the request (an event listener): joined once it returns.
+    if (running.fingerprint === plan.fingerprint) return Promise.resolve().then(() => running.promise) as Promise<T>;
     emit(h, { type: 'mismatch', source: 'local' });
     const changed = changedParts(running.fingerprint, plan.fingerprint);
     return Promise.reject(new IntentMismatchError({ ...contextOf(h), changed }));
   }
-  // The wait for the lock ends with the user's signal or the call's deadline, whichever first.
-  const waiting = new AbortController();
-  const onAbort = () => waiting.abort(signal?.reason);
-  signal?.addEventListener('abort', onAbort, { once: true });
-  const left = ctx.retry.deadline - (ctx.monotonic() - started);
-  const unwatch = watch(left, () => waiting.abort(new DOMException('The call reached its deadline', 'TimeoutError')));
-  const granted = () => {
-    unwatch();
-    signal?.removeEventListener('abort', onAbort);
+  // In the map before the call runs: a kept lock runs it in this turn, up to its request.
+  const entry: { fingerprint: string; promise: Promise<unknown> } = {
+    fingerprint: plan.fingerprint,
+    promise: Promise.resolve(),
   };
-  const promise = ctx.coordinator
-    .exclusive(
-      h.scope,
-      h.name,
-      (section) => {
-        granted();
-        return sendCall(h, plan, section, started);
-      },
-      waiting.signal,
-    )
-    .catch((error: unknown) => {
-      if (error instanceof OncelyError) throw error;
-      if (signal?.aborted) throw cancelled();
-      if (waiting.signal.aborted) throw lockHeld(h);
-      throw error;
-    })
-    .finally(() => {
-      granted();
-      ctx.inflight.delete(id);
-    });
-  ctx.inflight.set(id, { fingerprint: plan.fingerprint, promise });
-  return promise;
+  ctx.inflight.set(id, entry);
+  let waiting: AbortSignal | undefined;
+  const send = (section?: LockSection) => sendCall(h, plan, section, started);
+  const promise = (ctx.coordinator.runHeld?.(h.scope, h.name, send) ?? underLock()).catch((error: unknown) => {
+    if (error instanceof OncelyError) throw error;
+    if (signal?.aborted) throw cancelled();
+    if (waiting?.aborted) throw lockHeld(h);
+    throw error;
+  });
+  entry.promise = promise.finally(() => {
+    if (ctx.inflight.get(id) === entry) ctx.inflight.delete(id);
+  });
+  return entry.promise as Promise<T>;
+
+  /** The section once granted. The wait ends with the user's signal or the call's deadline, whichever first. */
+  function underLock(): Promise<T> {
+    const controller = new AbortController();
+    waiting = controller.signal;
+    const onAbort = () => controller.abort(signal?.reason);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    const left = ctx.retry.deadline - (ctx.monotonic() - started);
+    const unwatch = watch(left, () =>
+      controller.abort(new DOMException('The call reached its deadline', 'TimeoutError')),
+    );
+    const granted = () => {
+      unwatch();
+      signal?.removeEventListener('abort', onAbort);
+    };
+    return ctx.coordinator
+      .exclusive(
+        h.scope,
+        h.name,
+        (section) => {
+          granted();
+          return send(section);
+        },
+        controller.signal,
+      )
+      .finally(granted);
+  }
 }

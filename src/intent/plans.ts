@@ -51,6 +51,12 @@ async function check(schema: StandardSchemaV1, answer: ReadAnswer, ms: number, c
   }
 }
 
+/** The key as the profile's header carries it; encoded once per intent (`hold()` does it before the click). */
+export function keyHeader(h: IntentHandle): string {
+  h.keyHeader ??= h.ctx.profile.encodeKey(h.key);
+  return h.keyHeader;
+}
+
 const METHOD = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
 /** Methods no fetch sends (the Fetch standard's forbidden methods): refused before anything leaves. */
@@ -66,12 +72,13 @@ export function checkMethod(method: unknown, where: { intent: string; scope: str
   return upper;
 }
 
-export async function requestPlan<S extends StandardSchemaV1 | undefined>(
+/** Synchronous: a click's request is planned and sent in one go, with no wait between. */
+export function requestPlan<S extends StandardSchemaV1 | undefined>(
   h: IntentHandle,
   method: string,
   path: string,
   options: RequestOptions<S>,
-): Promise<CallPlan<ReadAnswer, IntentResponse<DataOf<S>>>> {
+): CallPlan<ReadAnswer, IntentResponse<DataOf<S>>> {
   const { ctx } = h;
   const where = { intent: h.name, scope: h.scope };
   const upper = checkMethod(method, where);
@@ -81,10 +88,10 @@ export async function requestPlan<S extends StandardSchemaV1 | undefined>(
   if (options.json !== undefined && !headers.has('content-type')) headers.set('content-type', 'application/json');
   // A request without the key is not idempotent at the server: the engine sends it once.
   const keyed = keyedBy(ctx.profile, upper, options.sendKey);
-  if (keyed) headers.set(ctx.profile.header, ctx.profile.encodeKey(h.key));
+  if (keyed) headers.set(ctx.profile.header, keyHeader(h));
   const http: HttpTarget = { method: upper, url: target.url, headers, body };
   // Chromium refuses keepalive bodies past 64 KiB in flight per page: oncely's take at most half (src/http/keepalive.ts).
-  const keepaliveBytes = body === undefined ? 0 : utf8Length(body, KEEPALIVE_BUDGET);
+  const keepaliveBytes = body === undefined || !ctx.keepalive ? 0 : utf8Length(body, KEEPALIVE_BUDGET);
   let keepalive = ctx.keepalive && keepaliveBytes <= KEEPALIVE_BUDGET;
   const sender: HttpSender = ctx;
   return {

@@ -73,7 +73,10 @@ export function serializeBody(json: unknown, body: unknown, context: Context): s
 export function mergeHeaders(sources: readonly (HeadersInit | undefined)[], context: Context): Headers {
   try {
     const headers = new Headers(sources[0]);
-    for (const source of sources.slice(1)) for (const [name, value] of new Headers(source)) headers.set(name, value);
+    for (let i = 1; i < sources.length; i++) {
+      const source = sources[i];
+      if (source !== undefined) for (const [name, value] of new Headers(source)) headers.set(name, value);
+    }
     return headers;
   } catch (error) {
     throw new InvalidArgumentError(

@@ -85,6 +85,8 @@ export class IdempotentMutationObserver<T = unknown, V = void> {
   #state: MutationState<T> = initialMutationState;
   readonly #listeners = new Set<() => void>();
   #claim: Promise<Intent> | undefined;
+  /** What `#claim` resolved with, while it is the current claim. */
+  #claimed: Intent | undefined;
   #current: Promise<T> | undefined;
   #controller: AbortController | undefined;
   #watching = false;
@@ -96,6 +98,8 @@ export class IdempotentMutationObserver<T = unknown, V = void> {
   #notifying = false;
   /** The current call's outcome could not be stored (an `unsaved` event): its StoreError. */
   #unsaved: unknown;
+  /** The AbortController of the next call, made before its click. */
+  #spare: AbortController | undefined;
 
   constructor(options: IdempotentMutationOptions<T, V>) {
     this.#options = options;
@@ -187,15 +191,17 @@ export class IdempotentMutationObserver<T = unknown, V = void> {
 
   /**
    * Moves the state on and tells the subscribers: at once, or, for what happens on a
-   * request's way out (`later`), in the next animation frame. A UI rendering in between
-   * would hold the request back (React renders a store change in a microtask, ahead of
-   * the ones that lead to `fetch`); the frame that shows it comes no later.
+   * request's way out (`later`), in the next animation frame, or (`'started'`) in the
+   * microtask `#send` queues once its call has started. A UI rendering in between would
+   * hold the request back (React renders a store change in a microtask, ahead of the ones
+   * that lead to `fetch`); the frame that shows it comes no later.
    */
-  #dispatch(action: MutationAction<T>, later = false): void {
+  #dispatch(action: MutationAction<T>, later: boolean | 'started' = false): void {
     const next = reduceMutation(this.#state, action);
     if (next === this.#state) return;
     this.#state = next;
     if (!later) this.#notify();
+    else if (later === 'started') this.#notifying = true;
     else if (!this.#notifying) {
       this.#notifying = true;
       const notify = () => this.#notifying && this.#notify();
@@ -212,6 +218,7 @@ export class IdempotentMutationObserver<T = unknown, V = void> {
   #intent(): Promise<Intent> {
     if (!this.#claim) {
       const claim = this.#options.client.intent(this.#options.intent).then((intent) => {
+        if (this.#claim === claim) this.#claimed = intent;
         this.#dispatch({ type: 'stored', record: intent.record });
         return intent;
       });
@@ -224,6 +231,7 @@ export class IdempotentMutationObserver<T = unknown, V = void> {
   }
 
   #connect(): void {
+    this.#spare ??= new AbortController();
     const { client, intent: name } = this.#options;
     const mine = (event: { scope: string; intent: string }) => event.scope === client.scope && event.intent === name;
     this.#offs = [
@@ -295,6 +303,7 @@ export class IdempotentMutationObserver<T = unknown, V = void> {
   /** Drops the claimed intent (and its lock): the next use claims again. */
   #forgetClaim(): void {
     this.#claim = undefined;
+    this.#claimed = undefined;
     this.#letGo();
   }
 
@@ -325,17 +334,20 @@ export class IdempotentMutationObserver<T = unknown, V = void> {
   }
 
   async #send(variables: V | undefined): Promise<T> {
-    const controller = new AbortController();
+    const controller = this.#spare ?? new AbortController();
+    this.#spare = undefined;
     this.#controller = controller;
     this.#unsaved = undefined;
-    this.#dispatch({ type: 'pending' }, true);
+    // Told once the call has started: a held intent's request leaves in this turn, before
+    // the microtask that tells (a render would run ahead of it); any other call waits anyway.
+    this.#dispatch({ type: 'pending' }, 'started');
     let intent: Intent | undefined;
     let data: T;
     try {
       const { request } = this.#options;
       const { signal } = controller;
-      const result = await sendReclaiming(
-        () => this.#intent(),
+      const sending = sendReclaiming(
+        () => this.#claimed ?? this.#intent(),
         (claimed) => {
           intent = claimed;
           return request(variables, { intent: claimed, signal });
@@ -348,6 +360,8 @@ export class IdempotentMutationObserver<T = unknown, V = void> {
           return claimed;
         },
       );
+      queueMicrotask(() => this.#notifying && this.#notify());
+      const result = await sending;
       data = result.data;
       const { replayed, attempts = this.#state.attempts } = result;
       const warning = this.#unsaved;
@@ -369,6 +383,7 @@ export class IdempotentMutationObserver<T = unknown, V = void> {
       throw error;
     } finally {
       if (this.#controller === controller) this.#controller = undefined;
+      this.#spare ??= new AbortController(); // the next click's, made while nothing waits
     }
     this.#options.onSuccess?.(data, variables);
     return data;

@@ -11,16 +11,18 @@ import type { Intent } from '../intent/intent.js';
 export const isGone = (error: unknown): boolean => (error as { code?: unknown } | null)?.code === 'INTENT_GONE';
 
 /**
- * Sends through the intent `claim()` gives; refused as gone, sends once more through the
+ * Sends through the intent `claim()` gives (or resolves with); refused as gone, sends once more through the
  * one `claimAgain()` gives (which forgets the gone one first). A second refusal is thrown.
  * @example sendReclaiming(() => client.intent(name), (intent) => intent.post('payments', { json }), () => client.intent(name))
  */
 export async function sendReclaiming<T>(
-  claim: () => Promise<Intent>,
+  claim: () => Intent | Promise<Intent>,
   send: (intent: Intent) => Promise<T>,
   claimAgain: () => Promise<Intent>,
 ): Promise<T> {
-  const intent = await claim();
+  const claimed = claim();
+  // Claimed already (on mount): sent in this turn, with no wait for the microtask queue.
+  const intent = claimed instanceof Promise ? await claimed : claimed;
   try {
     return await send(intent);
   } catch (error) {

@@ -52,5 +52,10 @@ export const pastRetention = (record: IntentRecord, now: number, keyTtl: number)
 export const isSweepable = (record: IntentRecord, now: number): boolean =>
   SWEEPABLE_STATES.includes(record.state) && record.updatedAt + recordTtl(record) < now;
 
-/** One string id per (scope, name), for maps and locks. */
-export const intentId = (scope: string, name: string): string => JSON.stringify([scope, name]);
+let lastId: { scope: string; name: string; id: string } | undefined;
+
+/** One string id per (scope, name), for maps and locks. The last one is kept: a call asks for it several times. */
+export function intentId(scope: string, name: string): string {
+  if (lastId?.scope !== scope || lastId.name !== name) lastId = { scope, name, id: JSON.stringify([scope, name]) };
+  return lastId.id;
+}

@@ -8,7 +8,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { WebLocksCoordinator } from '../../browser/cross-tab.js';
-import { type Client, createClient, IntentGoneError, StoreError } from '../../src/index.js';
+import { type Client, type ClientOptions, createClient, IntentGoneError, StoreError } from '../../src/index.js';
 import { intentId } from '../../src/store/record-rules.js';
 import type { IntentRecord } from '../../src/store/store.js';
 import { GatedStore, NoteMap } from '../adversarial/harness.js';
@@ -31,9 +31,15 @@ async function setup(handler: (n: number) => Reply = () => ({ status: 201, body:
   store.logKeys = false;
   const notes = new NoteMap();
   const channel = `oncely-held-${process.pid}-${channels++}`;
-  const tab = (): Client => {
+  const tab = (options: Partial<ClientOptions> = {}): Client => {
     const coordinator = new WebLocksCoordinator({ channel, lockPrefix: `${channel}:`, notes });
-    const client = createClient({ baseUrl: server.url, store, coordinator, retry: { baseDelay: 1, maxDelay: 5 } });
+    const client = createClient({
+      baseUrl: server.url,
+      store,
+      coordinator,
+      retry: { baseDelay: 1, maxDelay: 5 },
+      ...options,
+    });
     closing.push(() => coordinator.close());
     return client;
   };
@@ -163,6 +169,25 @@ describe('a kept lock: the request leaves with the in_flight write', () => {
     expect(record).toMatchObject({ key: intent.key, state: 'ready', attempts: 0 });
     expect(record?.fingerprint).toBeUndefined();
     expect(log).not.toContain('request');
+  });
+
+  it('the request is handed to fetch within the call itself (no wait for a lock, the store or a microtask), after its note', async () => {
+    const { notes, tab } = await setup();
+    const handed: { notes: number; events: string[] }[] = [];
+    const events: string[] = [];
+    const client = tab({
+      fetch: (input, init) => {
+        handed.push({ notes: notes.map.size, events: [...events] });
+        return globalThis.fetch(input, init);
+      },
+      onEvent: (event) => events.push(event.type),
+    });
+    const intent = await heldIntent(client);
+    events.length = 0;
+    const call = intent.post('pay', { json: body });
+    expect(handed).toEqual([{ notes: 1, events: [] }]);
+    expect(events).toEqual(['attempt']); // told once the request was handed over
+    await expect(call).resolves.toMatchObject({ status: 201, attempts: 1 });
   });
 
   it('a note of the sent intent is written before the request leaves (localStorage), and dropped once the write lands', async () => {
