@@ -22,6 +22,7 @@ import {
 } from './database.js';
 import { GroupWrites, heldPause, heldTooLong, LOCK_NOT_AVAILABLE } from './group-writes.js';
 import { type MigrateResult, migrate } from './migrate.js';
+import { RecentRows } from './recent-rows.js';
 import { fromRow, RECORD_COLUMNS, recordValues, type StoredRecord } from './rows.js';
 import { afterHeld, CLAIM_IN_TRANSACTION, HELD_LOCK_WAIT_MS, LOCK_WAIT, RELAXED } from './statements.js';
 
@@ -34,9 +35,9 @@ export interface PostgresStoreOptions {
    */
   timeout?: number;
   /**
-   * Records this store remembers, so that an update usually costs one statement
-   * (compare-and-set against the remembered row: its key, creation time and version)
-   * instead of two.
+   * Records this store remembers (about this many, the most recently used), so that an
+   * update usually costs one statement (compare-and-set against the remembered row: its
+   * key, creation time and version) instead of two.
    * @default 10_000
    */
   cacheSize?: number;
@@ -99,8 +100,7 @@ export class PostgresStore implements Store {
    * intentId → last row seen: the compare-and-set guess, matched on the row's identity
    * (key, created_at) and version. Wrong guesses only cost a read.
    */
-  readonly #versions = new Map<string, StoredRecord>();
-  readonly #cacheSize: number;
+  readonly #versions: RecentRows;
   readonly #writes: GroupWrites;
   /** This store's updates not landed yet, by intent: its reads wait for them (read your writes). */
   readonly #updating = new Map<string, Promise<void>>();
@@ -112,7 +112,7 @@ export class PostgresStore implements Store {
       throw new InvalidArgumentError('PostgresStore needs `pool`: a pg Pool or a connected pg Client.');
     this.#db = options.pool;
     this.#timeout = options.timeout ?? 10_000;
-    this.#cacheSize = options.cacheSize ?? 10_000;
+    this.#versions = new RecentRows(options.cacheSize ?? 10_000);
     const concurrency = options.writeConcurrency ?? 4;
     if (!(Number.isSafeInteger(concurrency) && concurrency >= 1))
       throw new InvalidArgumentError('PostgresStore: `writeConcurrency` must be a positive integer.');
@@ -181,7 +181,7 @@ export class PostgresStore implements Store {
         throw keyTaken(error, record) ?? error;
       }
       if (version !== undefined) {
-        this.#remember(id, { record, version });
+        this.#versions.set(id, { record, version });
         return { record: { ...record }, created: true };
       }
       const existing = await this.#read(record.scope, record.name, db);
@@ -257,7 +257,7 @@ export class PostgresStore implements Store {
         throw keyTaken(error, record) ?? error;
       }
       if (version !== undefined) {
-        this.#remember(id, { record, version });
+        this.#versions.set(id, { record, version });
         return { ...record };
       }
       // Another writer got in first: run the updater again on what is stored now.
@@ -329,7 +329,7 @@ export class PostgresStore implements Store {
   async clear(scope: string, options: DeleteOptions = {}): Promise<void> {
     checkStorable(scope);
     const keep = options.keepPending;
-    for (const [id, stored] of this.#versions) if (stored.record.scope === scope) this.#versions.delete(id);
+    this.#versions.deleteWhere((stored) => stored.record.scope === scope);
     for (;;) {
       const result = await this.#bounded(
         {
@@ -416,15 +416,8 @@ export class PostgresStore implements Store {
       return undefined;
     }
     const stored = fromRow(result.rows[0]);
-    this.#remember(intentId(scope, name), stored);
+    this.#versions.set(intentId(scope, name), stored);
     return stored;
-  }
-
-  /** Remembers `stored` as intent `id`'s last row seen, the most recent last (the cache evicts the oldest). */
-  #remember(id: string, stored: StoredRecord): void {
-    this.#versions.delete(id);
-    this.#versions.set(id, stored);
-    if (this.#versions.size > this.#cacheSize) this.#versions.delete(this.#versions.keys().next().value!);
   }
 }
 
