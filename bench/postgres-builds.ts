@@ -9,7 +9,8 @@
  * Kinds: `claim` (sequential claims vs one raw `INSERT … ON CONFLICT` each), `send` (c=1) and
  * `send64` (c=64) — `client.send()` POSTs vs bare ky + the INSERT batched as the store
  * batches (postgres-baseline.ts) — `post64` (`intent()` + `post()` at c=64), and `mem`, `mem64`
- * (`send()` on the MemoryStore vs bare ky: the engine's share, no database), `writes`, `writes64`
+ * (`send()` on the MemoryStore vs bare ky: the engine's share, no database; `amem64` with the store
+ * answering a turn later, as one doing I/O), `writes`, `writes64`
  * (a `send()`'s two store writes alone vs the baseline's INSERT alone). Prints per
  * build the median wall and CPU µs and statements per operation (this process), its ratio to the baseline
  * and, per round, to the first build. `--profile` runs the first build alone (for `--cpu-prof`).
@@ -30,8 +31,8 @@ const builds = args.filter((arg) => !arg.startsWith('--')).map((dist) => path.re
 const rounds = Number(flag('rounds') ?? 6);
 const n = Number(flag('n') ?? 400);
 const profile = args.includes('--profile');
-type Kind = 'claim' | 'send' | 'send64' | 'post64' | 'mem' | 'mem64' | 'writes' | 'writes64';
-const KINDS = ['claim', 'send', 'send64', 'post64', 'mem', 'mem64', 'writes', 'writes64'];
+type Kind = 'claim' | 'send' | 'send64' | 'post64' | 'mem' | 'mem64' | 'amem64' | 'writes' | 'writes64';
+const KINDS = ['claim', 'send', 'send64', 'post64', 'mem', 'mem64', 'amem64', 'writes', 'writes64'];
 const kinds = (flag('only')?.split(',') ?? ['claim', 'send', 'send64']) as Kind[];
 if (builds.length < (profile ? 1 : 2) || kinds.some((k) => !KINDS.includes(k)))
   throw new Error('usage: node bench/postgres-builds.ts <dist> <dist> [...] [--rounds=6] [--n=400] [--only=…]');
@@ -78,7 +79,7 @@ const countOf = (kind: Kind) => (kind.endsWith('64') ? n * 5 : n);
 const baseline = (kind: Kind) => {
   if (kind === 'claim' || kind === 'writes') return rawInsert;
   if (kind === 'writes64') return batchedInsert(pool);
-  if (kind.startsWith('mem')) return () => bare.post(`${server.baseUrl}ok`, { json }).json();
+  if (kind.includes('mem')) return () => bare.post(`${server.baseUrl}ok`, { json }).json();
   const insert = kind === 'send' ? rawInsert : batchedInsert(pool);
   return (name: string) => insert(name).then(() => bare.post(`${server.baseUrl}ok`, { json }).json());
 };
@@ -114,6 +115,23 @@ const operation = (kind: Kind, store: any, client: any) => {
   return (name: string) => client.send(name, 'POST', 'ok', { json });
 };
 
+/** A store that answers a turn of the event loop later, as one doing I/O would. */
+// biome-ignore lint/suspicious/noExplicitAny: each build's own types.
+const later = (store: any) => {
+  const turn = () => new Promise((resolve) => setImmediate(resolve));
+  return new Proxy(store, {
+    get(target, property) {
+      const value = target[property];
+      if (typeof value !== 'function') return value;
+      if (!['claim', 'get', 'update'].includes(property as string)) return value.bind(target);
+      return async (...args: unknown[]) => {
+        await turn();
+        return value.apply(target, args);
+      };
+    },
+  });
+};
+
 const times = Object.fromEntries(
   kinds.map((k) => [k, { base: [] as Sample[], builds: builds.map(() => [] as Sample[]) }]),
 ) as Record<Kind, { base: Sample[]; builds: Sample[][] }>;
@@ -129,7 +147,11 @@ for (let round = -1; round < rounds; round++) {
     for (let k = 0; k < (profile ? 1 : builds.length); k++) {
       const b = (k + Math.max(round, 0)) % builds.length;
       const { core, postgres } = loaded[profile ? 0 : b]!;
-      const store = kind.startsWith('mem') ? new core.MemoryStore() : new postgres.PostgresStore({ pool });
+      const store = kind.includes('mem')
+        ? kind === 'amem64'
+          ? later(new core.MemoryStore())
+          : new core.MemoryStore()
+        : new postgres.PostgresStore({ pool });
       const client = core.createClient({ baseUrl: server.baseUrl, store, scope: `b${b}` });
       const sample = await perOp(c, countOf(kind), operation(kind, store, client));
       if (round >= 0) times[kind].builds[b]!.push(sample);
