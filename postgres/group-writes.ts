@@ -148,7 +148,7 @@ export class GroupWrites {
       for (const w of group) this.#busy.delete(w.write.id);
       this.#pump();
     };
-    this.#send(group).then(ended, ended);
+    (group.length === 1 ? this.#alone(group[0]!) : this.#send(group)).then(ended, ended);
   }
 
   /**
