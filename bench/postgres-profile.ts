@@ -4,7 +4,7 @@
  * statements by text (pg_stat_statements), WAL writes and syncs (pg_stat_wal), and how
  * often a query waited for a pool connection. A diagnosis, never a test.
  *
- *   npm run build && node bench/postgres-profile.ts [--c=64] [--seconds=4] [--max=16] [--writers=4] [--only=bare,send]
+ *   npm run build && node bench/postgres-profile.ts [--c=64] [--seconds=4] [--max=16] [--writers=4] [--only=bare,send,claim,raw-insert-only]
  */
 import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -81,6 +81,19 @@ const variants: Record<string, (name: string) => Promise<unknown>> = {
   bare: (name) => rawInsert(name).then(() => bare.post(`${server.baseUrl}ok`, { json: { amount: 1999 } }).json()),
   'bare-http-only': () => bare.post(`${server.baseUrl}ok`, { json: { amount: 1999 } }).json(),
   'raw-insert-only': rawInsert,
+  claim: (name) => {
+    const now = Date.now();
+    return store.claim({
+      v: 1,
+      scope: 'claims',
+      name,
+      key: randomUUID(),
+      state: 'ready',
+      attempts: 0,
+      createdAt: now,
+      updatedAt: now,
+    });
+  },
   intent_post: (name) => api.intent(name).then((intent) => intent.post('ok', { json: { amount: 1999 } })),
   send: (name) => api.send(name, 'POST', 'ok', { json: { amount: 1999 } }),
 };

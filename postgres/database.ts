@@ -53,15 +53,39 @@ export function toStoreError(error: unknown, what: string, context: { scope?: st
   return new StoreError(message, { ...context, cause: error });
 }
 
-/** Rejects with a `StoreError` when the database does not answer within `ms` (the query may still complete). */
-export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  if (!Number.isFinite(ms)) return promise;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
+/**
+ * `db.query(config)`, bounded: a failure becomes a `StoreError` (`toStoreError`), and no
+ * answer within `ms` a `StoreError` that says so (the query may still complete). One
+ * promise and one timer per statement: it runs for every write.
+ */
+export function boundedQuery(
+  db: Queryable,
+  config: QueryConfig,
+  ms: number,
+  what: string,
+  context: { scope?: string; intent?: string },
+): Promise<QueryResultLike> {
+  let running: Promise<QueryResultLike>;
+  try {
+    running = Promise.resolve(db.query(config)); // the same promise when it is one
+  } catch (error) {
+    return Promise.reject(toStoreError(error, what, context));
+  }
+  if (!Number.isFinite(ms)) return running.catch((error) => Promise.reject(toStoreError(error, what, context)));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(
       () => reject(new StoreError(`PostgresStore did not ${what} within ${ms} ms; the database did not answer.`)),
       ms,
     );
+    running.then(
+      (result) => {
+        clearTimeout(timer);
+        resolve(result);
+      },
+      (error) => {
+        clearTimeout(timer);
+        reject(toStoreError(error, what, context));
+      },
+    );
   });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }

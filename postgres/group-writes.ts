@@ -11,7 +11,12 @@
  * tenant's transactions never stall the writes of the others.
  */
 import { StoreError } from '../src/errors.js';
+import type { IntentRecord } from '../src/store/store.js';
 import type { QueryConfig, QueryResultLike } from './database.js';
+import { groupRow, recordValues, type Seen } from './rows.js';
+import { HELD_LOCK_WAIT_MS, LOCK_WAIT_MS, WRITES } from './statements.js';
+
+export { HELD_LOCK_WAIT_MS, LOCK_WAIT, LOCK_WAIT_MS } from './statements.js';
 
 export type WriteKind = 'insert' | 'cas';
 
@@ -19,13 +24,13 @@ export interface GroupWrite {
   kind: WriteKind;
   /** intentId: two writes of one intent never share a statement, nor run at once. */
   id: string;
-  /** The single statement (prepared, as written alone), what it does and for which intent. */
-  single: QueryConfig;
-  what: string;
-  context: { scope: string; intent: string };
-  /** This write's row of the group statement (its fields named as in {@link groupSql}). */
-  row: Record<string, unknown>;
+  /** The record to write (validated): the row of an insert, the new row of a compare-and-set. */
+  record: IntentRecord;
+  /** A compare-and-set's row as its updater saw it. */
+  seen?: Seen;
   relaxed: boolean;
+  /** What the write does, for its errors. */
+  what: string;
 }
 
 /** Runs a statement (time-bounded, failures as `StoreError`s with the driver's error as cause). */
@@ -47,68 +52,20 @@ interface Waiting {
 
 /** Most writes in one statement. */
 const GROUP_MAX = 64;
-const RELAXED = `set_config('synchronous_commit', 'off', true)`;
-/**
- * How long one statement waits for a row lock (ms) before it gives up (55P03): a row held
- * by an open transaction (the app's uncommitted claim, a worker's FOR UPDATE) must not hold
- * a write slot, nor, in a group, the unrelated writes grouped with it. Set for the
- * statement's own transaction from an InitPlan, which runs before it takes its first row lock.
- */
-export const LOCK_WAIT_MS = 200;
-export const LOCK_WAIT = `(SELECT set_config('lock_timeout', '${LOCK_WAIT_MS}ms', true)) IS NOT NULL`;
-/**
- * How long a try after a row was found held waits for it (ms). The pauses between tries do
- * the waiting, with no slot and no connection held; a long wait here would fill the slots.
- */
-export const HELD_LOCK_WAIT_MS = 50;
-const HELD_LOCK_WAIT = LOCK_WAIT.replace(`'${LOCK_WAIT_MS}ms'`, `'${HELD_LOCK_WAIT_MS}ms'`);
 /** Parts a group refused for a held row is split into, each tried again at once. */
 const HELD_SPLIT = 8;
 /** Pauses (ms) between tries of a write whose row is held: doubling from the first to the last, jittered. */
 const HELD_PAUSE_MS = [50, 1_000] as const;
 
-/** The statement for a try after a held row: the same, with the shorter lock wait (and its own name). */
-export const afterHeld = (config: QueryConfig): QueryConfig => ({
-  ...config,
-  text: config.text.replace(LOCK_WAIT, HELD_LOCK_WAIT),
-  ...(config.name !== undefined && { name: `${config.name}_held` }),
-});
-const COLUMNS =
-  'scope text, name text, key text, state text, fingerprint text, attempts integer, created_at bigint, updated_at bigint, ttl bigint, status integer, lease_owner text, lease_until bigint';
-const NAMES =
-  'scope, name, key, state, fingerprint, attempts, created_at, updated_at, ttl, status, lease_owner, lease_until';
-
-/**
- * The rows travel as one JSON parameter (any driver passes text; no array encoding),
- * sorted by (scope, name). Groups lock rows in one order, so two (two machines) never wait
- * for each other in a cycle: an insert in the JSON's order; a compare-and-set locks its rows
- * first, in primary-key order, as its UPDATE's join locks them in the order its plan reads
- * the table (a hash join over a sequential scan: where each row's current version lies).
- */
-function groupSql(kind: WriteKind, relaxed: boolean): string {
-  const returning = `RETURNING t.scope, t.name, t.version${relaxed ? `, ${RELAXED}` : ''}`;
-  if (kind === 'insert')
-    return `INSERT INTO oncely_intents AS t (${NAMES})
-            SELECT ${NAMES} FROM json_to_recordset($1::json) AS v(${COLUMNS}) WHERE ${LOCK_WAIT}
-            ON CONFLICT (scope, name) DO NOTHING ${returning}`;
-  // The identity (key, created_at) and version each write saw, as in the single compare-and-set.
-  // A sub-SELECT per row, over the rows sorted first, locks in that order whatever the plan;
-  // the UPDATE then writes only rows the statement already holds (`locked`): it never waits.
-  return `WITH v AS MATERIALIZED (
-            SELECT j.*, (SELECT true FROM oncely_intents l
-                         WHERE l.scope = j.scope AND l.name = j.name AND l.version = j.seen_version
-                           AND l.key = j.seen_key AND l.created_at = j.seen_created_at
-                         FOR NO KEY UPDATE) AS locked
-            FROM (SELECT * FROM json_to_recordset($1::json)
-                    AS j(${COLUMNS}, seen_version bigint, seen_key text, seen_created_at bigint)
-                  WHERE ${LOCK_WAIT} ORDER BY scope, name) j)
-          UPDATE oncely_intents t SET key = v.key, state = v.state, fingerprint = v.fingerprint,
-            attempts = v.attempts, created_at = v.created_at, updated_at = v.updated_at, ttl = v.ttl,
-            status = v.status, lease_owner = v.lease_owner, lease_until = v.lease_until, version = t.version + 1
-          FROM v WHERE v.locked AND t.scope = v.scope AND t.name = v.name AND t.version = v.seen_version
-            AND t.key = v.seen_key AND t.created_at = v.seen_created_at
-          ${returning}`;
+const contextOf = (write: GroupWrite) => ({ scope: write.record.scope, intent: write.record.name });
+/** The values of a write's single statement: the record's 12, a compare-and-set's row as seen. */
+function singleValues(write: GroupWrite): unknown[] {
+  const values = recordValues(write.record);
+  if (write.seen) values.push(write.seen.version, write.seen.key, write.seen.createdAt);
+  return values;
 }
+/** A returned row's (scope, name), as a map key: PostgreSQL text holds no NUL, so no two rows share one. */
+const rowId = (scope: unknown, name: unknown) => `${scope}\u0000${name}`;
 
 /**
  * The group statement failed on one row and rolled back (SQLSTATE classes 22 data
@@ -163,8 +120,15 @@ export class GroupWrites {
    */
   write(write: GroupWrite): Promise<string | undefined> {
     return new Promise((resolve, reject) => {
-      this.#queue.push({ write, resolve, reject, deadline: performance.now() + this.#timeout, held: 0 });
-      this.#pump();
+      const waiting = { write, resolve, reject, deadline: performance.now() + this.#timeout, held: 0 };
+      // A slot free and nothing waiting: it goes at once, alone (what a lone writer always does).
+      if (this.#running < this.#limit && this.#queue.length === 0 && !this.#busy.has(write.id)) {
+        this.#busy.add(write.id);
+        this.#start([waiting]);
+      } else {
+        this.#queue.push(waiting);
+        this.#pump();
+      }
     });
   }
 
@@ -172,30 +136,35 @@ export class GroupWrites {
     while (this.#running < this.#limit && this.#queue.length > 0) {
       const group = this.#take();
       if (group.length === 0) return; // every waiting write's intent is busy: the statement ending it pumps again
-      this.#running++;
-      for (const w of group) this.#busy.add(w.write.id);
-      void this.#send(group).finally(() => {
-        this.#running--;
-        for (const w of group) this.#busy.delete(w.write.id);
-        this.#pump();
-      });
+      this.#start(group);
     }
+  }
+
+  /** Runs `group` (its intents marked busy) in a slot; when it ends, the next writes go. */
+  #start(group: Waiting[]): void {
+    this.#running++;
+    const ended = () => {
+      this.#running--;
+      for (const w of group) this.#busy.delete(w.write.id);
+      this.#pump();
+    };
+    (group.length === 1 ? this.#alone(group[0]!) : this.#send(group)).then(ended, ended);
   }
 
   /**
    * The oldest waiting write whose intent is idle, and the waiting writes of its kind that
-   * can join it. A write that found its row held goes alone: it would stall a group again.
+   * can join it, their intents marked busy. A write that found its row held goes alone: it
+   * would stall a group again.
    */
   #take(): Waiting[] {
     const group: Waiting[] = [];
-    const ids = new Set<string>();
     const rest: Waiting[] = [];
     for (const waiting of this.#queue) {
       const { id, kind } = waiting.write;
       const joins = group.length === 0 || (group.length < GROUP_MAX && group[0]!.held === 0 && waiting.held === 0);
-      if (joins && !this.#busy.has(id) && !ids.has(id) && (group[0]?.write.kind ?? kind) === kind) {
+      if (joins && !this.#busy.has(id) && (group[0]?.write.kind ?? kind) === kind) {
         group.push(waiting);
-        ids.add(id);
+        this.#busy.add(id);
       } else rest.push(waiting);
     }
     this.#queue = rest;
@@ -208,17 +177,16 @@ export class GroupWrites {
    */
   async #send(group: Waiting[], afterHeldGroup = false): Promise<void> {
     if (group.length === 1) return this.#alone(group[0]!, afterHeldGroup);
-    const sorted = [...group].sort((a, b) => compare(a.write.row, b.write.row));
+    const sorted = group.slice().sort(byIntent);
+    const first = sorted[0]!.write;
     const relaxed = group.every((w) => w.write.relaxed);
+    const statements = WRITES[first.kind][relaxed ? 1 : 0];
+    const { name, text } = afterHeldGroup ? statements.groupHeld : statements.group;
+    const rows = sorted.map((w) => groupRow(w.write.record, w.write.seen));
     let result: QueryResultLike;
     try {
-      const statement = {
-        name: `oncely_group_${group[0]!.write.kind}${relaxed ? '_relaxed' : ''}`,
-        text: groupSql(group[0]!.write.kind, relaxed),
-        values: [JSON.stringify(sorted.map((w) => w.write.row))],
-      };
-      result = await this.#run(afterHeldGroup ? afterHeld(statement) : statement, 'write intents', {
-        scope: group[0]!.write.context.scope,
+      result = await this.#run({ name, text, values: [JSON.stringify(rows)] }, 'write intents', {
+        scope: first.record.scope,
       });
     } catch (error) {
       // A row held by another transaction: the group in up to 8 parts, at once, each with the
@@ -237,19 +205,20 @@ export class GroupWrites {
       // would wait out every earlier one's). Anything else (a timeout, a lost connection)
       // fails them all, as it would a single write.
       else if (rolledBackOnOneRow(error)) await Promise.all(group.map((w) => this.#alone(w)));
-      else for (const w of group) w.reject(forCaller(error, w.write.context));
+      else for (const w of group) w.reject(forCaller(error, contextOf(w.write)));
       return;
     }
     const versions = new Map<string, string>();
-    for (const row of result.rows) versions.set(JSON.stringify([row.scope, row.name]), String(row.version));
-    for (const w of group) w.resolve(versions.get(JSON.stringify([w.write.row.scope, w.write.row.name])));
+    for (const row of result.rows) versions.set(rowId(row.scope, row.name), String(row.version));
+    for (const w of group) w.resolve(versions.get(rowId(w.write.record.scope, w.write.record.name)));
   }
 
   async #alone(waiting: Waiting, afterHeldGroup = false): Promise<void> {
-    const { single, what, context } = waiting.write;
+    const { write } = waiting;
+    const statements = WRITES[write.kind][write.relaxed ? 1 : 0];
+    const { name, text } = waiting.held > 0 || afterHeldGroup ? statements.singleHeld : statements.single;
     try {
-      const statement = waiting.held > 0 || afterHeldGroup ? afterHeld(single) : single;
-      const result = await this.#run(statement, what, context);
+      const result = await this.#run({ name, text, values: singleValues(write) }, write.what, contextOf(write));
       waiting.resolve(result.rows.length === 1 ? String(result.rows[0].version) : undefined);
     } catch (error) {
       if (causeCode(error) !== LOCK_NOT_AVAILABLE) return waiting.reject(error);
@@ -259,7 +228,9 @@ export class GroupWrites {
       const pause = heldPause(waiting.held);
       const now = performance.now();
       if (now + pause + HELD_LOCK_WAIT_MS > waiting.deadline)
-        return waiting.reject(heldTooLong(error, what, context, this.#timeout - (waiting.deadline - now)));
+        return waiting.reject(
+          heldTooLong(error, write.what, contextOf(write), this.#timeout - (waiting.deadline - now)),
+        );
       setTimeout(() => {
         this.#queue.push(waiting);
         this.#pump();
@@ -274,11 +245,10 @@ function forCaller(error: unknown, context: { scope: string; intent: string }): 
   return new StoreError(error.message, { ...context, cause: error.cause ?? error });
 }
 
-const compare = (a: Record<string, unknown>, b: Record<string, unknown>): number => {
-  const sa = String(a.scope);
-  const sb = String(b.scope);
-  if (sa !== sb) return sa < sb ? -1 : 1;
-  const na = String(a.name);
-  const nb = String(b.name);
-  return na < nb ? -1 : na > nb ? 1 : 0;
+/** Order of (scope, name), the primary key's: every group locks its rows in it. */
+const byIntent = (a: Waiting, b: Waiting): number => {
+  const x = a.write.record;
+  const y = b.write.record;
+  if (x.scope !== y.scope) return x.scope < y.scope ? -1 : 1;
+  return x.name < y.name ? -1 : x.name > y.name ? 1 : 0;
 };

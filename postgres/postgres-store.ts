@@ -1,5 +1,4 @@
 import { InvalidArgumentError, InvalidKeyError, StoreError } from '../src/errors.js';
-import { QueuedWrites } from '../src/store/queued-writes.js';
 import { checkStorable, intentId, SWEEPABLE_STATES } from '../src/store/record-rules.js';
 import { validRecord } from '../src/store/record-schema.js';
 import type {
@@ -14,24 +13,18 @@ import type {
   WriteOptions,
 } from '../src/store/store.js';
 import {
+  boundedQuery,
   isPool,
   type Queryable,
   type QueryConfig,
   type QueryResultLike,
   toStoreError,
-  withTimeout,
 } from './database.js';
-import {
-  afterHeld,
-  GroupWrites,
-  HELD_LOCK_WAIT_MS,
-  heldPause,
-  heldTooLong,
-  LOCK_NOT_AVAILABLE,
-  LOCK_WAIT,
-} from './group-writes.js';
+import { GroupWrites, heldPause, heldTooLong, LOCK_NOT_AVAILABLE } from './group-writes.js';
 import { type MigrateResult, migrate } from './migrate.js';
-import { fromRow, RECORD_COLUMNS, recordRow, recordValues, type StoredRecord } from './rows.js';
+import { RecentRows } from './recent-rows.js';
+import { fromRow, RECORD_COLUMNS, recordValues, type StoredRecord } from './rows.js';
+import { afterHeld, CLAIM_IN_TRANSACTION, HELD_LOCK_WAIT_MS, LOCK_WAIT, RELAXED } from './statements.js';
 
 export interface PostgresStoreOptions {
   /** A `pg` `Pool` (recommended) or a connected `Client`. The store never ends it. */
@@ -42,9 +35,9 @@ export interface PostgresStoreOptions {
    */
   timeout?: number;
   /**
-   * Records this store remembers, so that an update usually costs one statement
-   * (compare-and-set against the remembered row: its key, creation time and version)
-   * instead of two.
+   * Records this store remembers (about this many, the most recently used), so that an
+   * update usually costs one statement (compare-and-set against the remembered row: its
+   * key, creation time and version) instead of two.
    * @default 10_000
    */
   cacheSize?: number;
@@ -79,30 +72,7 @@ const SWEEP_STEP = 500;
 /** Rows `isPending` would not keep at time $4: settled or never sent, under no live lease. */
 const SETTLED = `state NOT IN ('in_flight', 'unknown') AND (lease_until IS NULL OR lease_until <= $4)`;
 const SWEEPABLE = `state IN (${SWEEPABLE_STATES.map((s) => `'${s}'`).join(', ')})`;
-/** Makes the statement's own transaction commit without waiting for the WAL flush. */
-const RELAXED = `set_config('synchronous_commit', 'off', true)`;
-const VALUES = '$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12';
-const SET =
-  'key = $3, state = $4, fingerprint = $5, attempts = $6, created_at = $7, updated_at = $8, ttl = $9, status = $10, lease_owner = $11, lease_until = $12';
-
-/** $1…$12 typed as their columns, for an `INSERT … SELECT` (whose WHERE bounds its lock wait). */
-const TYPED_VALUES =
-  '$1::text, $2::text, $3::text, $4::text, $5::text, $6::integer, $7::bigint, $8::bigint, $9::bigint, $10::integer, $11::text, $12::bigint';
-
-// Through the pool, a claim waits at most LOCK_WAIT_MS for a row another transaction holds
-// (the app's uncommitted claim of the same intent), then tries again outside its write slot.
-// In the app's own transaction it sets nothing: that transaction's settings are the app's.
-const insertSql = (relaxed: boolean, inAppTransaction = false) =>
-  `INSERT INTO oncely_intents (${RECORD_COLUMNS.replace(', version', '')}) ${
-    inAppTransaction ? `VALUES (${VALUES})` : `SELECT ${TYPED_VALUES} WHERE ${LOCK_WAIT}`
-  }
-   ON CONFLICT (scope, name) DO NOTHING RETURNING version${relaxed ? `, ${RELAXED}` : ''}`;
-// The version alone does not name a row: one rolled back, or deleted and formed again,
-// starts again at 1. The key and creation time of the row the updater saw say which one it was.
-const casSql = (relaxed: boolean) =>
-  `UPDATE oncely_intents SET ${SET}, version = version + 1
-   WHERE scope = $1 AND name = $2 AND version = $13 AND key = $14 AND created_at = $15 AND ${LOCK_WAIT}
-   RETURNING version${relaxed ? `, ${RELAXED}` : ''}`;
+const GET = { name: 'oncely_get', text: `SELECT ${RECORD_COLUMNS} FROM oncely_intents WHERE scope = $1 AND name = $2` };
 
 /**
  * Intents in the app's PostgreSQL (`oncely/postgres`): one row per (scope, name) in
@@ -126,15 +96,14 @@ const casSql = (relaxed: boolean) =>
 export class PostgresStore implements Store {
   readonly #db: Queryable;
   readonly #timeout: number;
-  readonly #cacheSize: number;
   /**
    * intentId → last row seen: the compare-and-set guess, matched on the row's identity
    * (key, created_at) and version. Wrong guesses only cost a read.
    */
-  readonly #versions = new Map<string, StoredRecord>();
+  readonly #versions: RecentRows;
   readonly #writes: GroupWrites;
   /** This store's updates not landed yet, by intent: its reads wait for them (read your writes). */
-  readonly #updating = new QueuedWrites();
+  readonly #updating = new Map<string, Promise<void>>();
   readonly #sweepBatch: number;
   readonly #prepared: boolean;
 
@@ -143,7 +112,7 @@ export class PostgresStore implements Store {
       throw new InvalidArgumentError('PostgresStore needs `pool`: a pg Pool or a connected pg Client.');
     this.#db = options.pool;
     this.#timeout = options.timeout ?? 10_000;
-    this.#cacheSize = options.cacheSize ?? 10_000;
+    this.#versions = new RecentRows(options.cacheSize ?? 10_000);
     const concurrency = options.writeConcurrency ?? 4;
     if (!(Number.isSafeInteger(concurrency) && concurrency >= 1))
       throw new InvalidArgumentError('PostgresStore: `writeConcurrency` must be a positive integer.');
@@ -171,7 +140,7 @@ export class PostgresStore implements Store {
    * One statement, time-bounded, failures as `StoreError`. For the worker queue too. Its
    * `name` is dropped when the store was made with `preparedStatements: false`.
    */
-  async query(
+  query(
     config: QueryConfig,
     what: string,
     context: { scope?: string; intent?: string },
@@ -179,62 +148,55 @@ export class PostgresStore implements Store {
   ): Promise<QueryResultLike> {
     const statement =
       this.#prepared || config.name === undefined ? config : { text: config.text, values: config.values };
-    try {
-      return await withTimeout(db.query(statement), this.#timeout, what);
-    } catch (error) {
-      throw toStoreError(error, what, context);
-    }
+    return boundedQuery(db, statement, this.#timeout, what, context);
   }
 
   async claim(fresh: IntentRecord, options: ClaimOptions = {}): Promise<ClaimResult> {
     const record = validRecord(fresh, fresh?.scope, fresh?.name);
     checkStorable(record.scope, record.name);
-    const context = { scope: record.scope, intent: record.name };
     const tx = options.transaction;
     if (tx !== undefined && (typeof (tx as Queryable)?.query !== 'function' || isPool(tx as Queryable)))
       throw new InvalidArgumentError(
         'PostgresStore: `transaction` must be the pg client on which the app ran BEGIN (from pool.connect()), not a pool.',
-        context,
+        { scope: record.scope, intent: record.name },
       );
     const db = (tx as Queryable | undefined) ?? this.#db;
-    // Never relaxed (`durability` is not read): an acknowledged claim survives a crash of
-    // the server, because the app may act on its key. In the app's transaction, its COMMIT.
-    const single =
-      tx === undefined
-        ? { name: 'oncely_claim', text: insertSql(false), values: recordValues(record) }
-        : { name: 'oncely_claim_in_transaction', text: insertSql(false, true), values: recordValues(record) };
+    const id = intentId(record.scope, record.name);
     for (let round = 0; round < 100; round++) {
-      // In the app's transaction, on its connection; otherwise it may go with concurrent writes.
-      const version = await (tx === undefined
-        ? this.#writes.write({
-            kind: 'insert',
-            id: intentId(record.scope, record.name),
-            single,
-            what: 'claim an intent',
-            context,
-            row: recordRow(record),
-            relaxed: false,
-          })
-        : this.query(single, 'claim an intent', context, db).then((r) =>
-            r.rows.length === 1 ? String(r.rows[0].version) : undefined,
-          )
-      ).catch((error) => {
-        throw keyTaken(error, context) ?? error;
-      });
+      // Never relaxed (`durability` is not read): an acknowledged claim survives a crash of
+      // the server, because the app may act on its key. In the app's transaction, its COMMIT,
+      // on its connection; otherwise it may go with concurrent writes.
+      let version: string | undefined;
+      try {
+        version =
+          tx === undefined
+            ? await this.#writes.write({ kind: 'insert', id, record, relaxed: false, what: 'claim an intent' })
+            : await this.query(
+                { ...CLAIM_IN_TRANSACTION, values: recordValues(record) },
+                'claim an intent',
+                { scope: record.scope, intent: record.name },
+                db,
+              ).then((r) => (r.rows.length === 1 ? String(r.rows[0].version) : undefined));
+      } catch (error) {
+        throw keyTaken(error, record) ?? error;
+      }
       if (version !== undefined) {
-        this.#remember({ record, version });
+        this.#versions.set(id, { record, version });
         return { record: { ...record }, created: true };
       }
       const existing = await this.#read(record.scope, record.name, db);
       if (existing) return { record: { ...existing.record }, created: false };
       // Deleted between the conflict and the read: claim again.
     }
-    throw new StoreError('PostgresStore: a claim kept conflicting with deletes of the same intent.', context);
+    throw new StoreError('PostgresStore: a claim kept conflicting with deletes of the same intent.', {
+      scope: record.scope,
+      intent: record.name,
+    });
   }
 
   async get(scope: string, name: string): Promise<IntentRecord | undefined> {
     checkStorable(scope, name);
-    const writing = this.#updating.landed(intentId(scope, name));
+    const writing = this.#updating.get(intentId(scope, name));
     if (writing) await writing; // read your writes: a call's outcome write is not awaited by the call
     const stored = await this.#read(scope, name);
     return stored && { ...stored.record };
@@ -246,21 +208,21 @@ export class PostgresStore implements Store {
     updater: RecordUpdater,
     options: WriteOptions = {},
   ): Promise<IntentRecord | undefined> {
-    const write = this.#update(scope, name, updater, options);
-    this.#updating.track(intentId(scope, name), write);
+    const id = intentId(scope, name);
+    const write = this.#update(id, scope, name, updater, options.durability === 'relaxed');
+    this.#track(id, write);
     return write;
   }
 
   async #update(
+    id: string,
     scope: string,
     name: string,
     updater: RecordUpdater,
-    options: WriteOptions,
+    relaxed: boolean,
   ): Promise<IntentRecord | undefined> {
     checkStorable(scope, name);
-    const context = { scope, intent: name };
-    const relaxed = options.durability === 'relaxed';
-    let guess = this.#versions.get(intentId(scope, name));
+    let guess = this.#versions.get(id);
     // Nothing remembered: guess no record first. An updater that forms one (`client.send()`:
     // claim and in_flight in one write) then costs one INSERT; a wrong guess costs nothing.
     let guessAbsent = guess === undefined;
@@ -277,52 +239,43 @@ export class PostgresStore implements Store {
         return current && { ...current.record };
       }
       const record = validRecord(next, scope, name);
-      const row = recordRow(record);
-      const version = await this.#writes
-        .write(
+      let version: string | undefined;
+      try {
+        version = await this.#writes.write(
           current
             ? {
                 kind: 'cas',
-                id: intentId(scope, name),
-                single: {
-                  name: relaxed ? 'oncely_cas_relaxed' : 'oncely_cas',
-                  text: casSql(relaxed),
-                  values: [...recordValues(record), current.version, current.record.key, current.record.createdAt],
-                },
-                what: 'update an intent',
-                context,
-                row: {
-                  ...row,
-                  seen_version: current.version,
-                  seen_key: current.record.key,
-                  seen_created_at: current.record.createdAt,
-                },
+                id,
+                record,
+                seen: { version: current.version, key: current.record.key, createdAt: current.record.createdAt },
                 relaxed,
+                what: 'update an intent',
               }
-            : {
-                kind: 'insert',
-                id: intentId(scope, name),
-                single: {
-                  name: relaxed ? 'oncely_claim_relaxed' : 'oncely_claim',
-                  text: insertSql(relaxed),
-                  values: recordValues(record),
-                },
-                what: 'update an intent',
-                context,
-                row,
-                relaxed,
-              },
-        )
-        .catch((error) => {
-          throw keyTaken(error, context) ?? error;
-        });
+            : { kind: 'insert', id, record, relaxed, what: 'update an intent' },
+        );
+      } catch (error) {
+        throw keyTaken(error, record) ?? error;
+      }
       if (version !== undefined) {
-        this.#remember({ record, version });
+        this.#versions.set(id, { record, version });
         return { ...record };
       }
       // Another writer got in first: run the updater again on what is stored now.
     }
-    throw new StoreError('PostgresStore: an update kept losing to concurrent writers.', context);
+    throw new StoreError('PostgresStore: an update kept losing to concurrent writers.', { scope, intent: name });
+  }
+
+  /** Counts a write of intent `id` among those its reads wait for, until it lands or fails. */
+  #track(id: string, write: Promise<unknown>): void {
+    const before = this.#updating.get(id);
+    const landed = () => {
+      if (this.#updating.get(id) === entry) this.#updating.delete(id);
+    };
+    const entry: Promise<void> = (before ? Promise.all([before, write.catch(() => undefined)]) : write).then(
+      landed,
+      landed,
+    );
+    this.#updating.set(id, entry);
   }
 
   async delete(scope: string, name: string, key?: string, options: DeleteOptions = {}): Promise<void> {
@@ -355,8 +308,7 @@ export class PostgresStore implements Store {
   async list(scope: string, states?: readonly IntentState[]): Promise<IntentRecord[]> {
     checkStorable(scope);
     if (states?.length === 0) return [];
-    const writing = this.#updating.landed();
-    if (writing) await writing;
+    if (this.#updating.size > 0) await Promise.all(this.#updating.values());
     const result = await this.query(
       states
         ? {
@@ -377,7 +329,7 @@ export class PostgresStore implements Store {
   async clear(scope: string, options: DeleteOptions = {}): Promise<void> {
     checkStorable(scope);
     const keep = options.keepPending;
-    for (const [id, stored] of this.#versions) if (stored.record.scope === scope) this.#versions.delete(id);
+    this.#versions.deleteWhere((stored) => stored.record.scope === scope);
     for (;;) {
       const result = await this.#bounded(
         {
@@ -458,36 +410,23 @@ export class PostgresStore implements Store {
   }
 
   async #read(scope: string, name: string, db: Queryable = this.#db): Promise<StoredRecord | undefined> {
-    const result = await this.query(
-      {
-        name: 'oncely_get',
-        text: `SELECT ${RECORD_COLUMNS} FROM oncely_intents WHERE scope = $1 AND name = $2`,
-        values: [scope, name],
-      },
-      'read an intent',
-      { scope, intent: name },
-      db,
-    );
+    const result = await this.query({ ...GET, values: [scope, name] }, 'read an intent', { scope, intent: name }, db);
     if (result.rows.length === 0) {
       this.#versions.delete(intentId(scope, name));
       return undefined;
     }
     const stored = fromRow(result.rows[0]);
-    this.#remember(stored);
+    this.#versions.set(intentId(scope, name), stored);
     return stored;
-  }
-
-  #remember(stored: StoredRecord): void {
-    const id = intentId(stored.record.scope, stored.record.name);
-    this.#versions.delete(id);
-    this.#versions.set(id, stored);
-    if (this.#versions.size > this.#cacheSize) this.#versions.delete(this.#versions.keys().next().value!);
   }
 }
 
 /** The key is already another intent's in this scope: a caller-chosen key used twice. */
-function keyTaken(error: unknown, context: { scope: string; intent: string }): InvalidKeyError | undefined {
+function keyTaken(error: unknown, record: IntentRecord): InvalidKeyError | undefined {
   const cause = (error as { cause?: { code?: string; constraint?: string } }).cause;
   if (cause?.code !== '23505' || cause.constraint !== 'oncely_intents_scope_key_key') return undefined;
-  return new InvalidKeyError('it is already the key of another intent in this scope', context);
+  return new InvalidKeyError('it is already the key of another intent in this scope', {
+    scope: record.scope,
+    intent: record.name,
+  });
 }

@@ -25,13 +25,33 @@ export function recordValues(record: IntentRecord): unknown[] {
   ];
 }
 
-/** The 12 record columns, without the version. */
-const ROW_COLUMNS = RECORD_COLUMNS.split(', ').slice(0, 12);
+/** The compare-and-set's view of the row an updater saw: its version and identity. */
+export interface Seen {
+  version: string;
+  key: string;
+  createdAt: number;
+}
 
-/** A record as a row of a group write (column names as keys), for `json_to_recordset`. */
-export function recordRow(record: IntentRecord): Record<string, unknown> {
-  const values = recordValues(record);
-  return Object.fromEntries(ROW_COLUMNS.map((column, i) => [column, values[i]]));
+/**
+ * A record as a row of a group write, for `json_to_recordset` (column names as keys; a
+ * compare-and-set's with the row it saw): one literal, so that every row has one shape.
+ */
+export function groupRow(record: IntentRecord, seen?: Seen): Record<string, unknown> {
+  const row = {
+    scope: record.scope,
+    name: record.name,
+    key: record.key,
+    state: record.state,
+    fingerprint: record.fingerprint ?? null,
+    attempts: record.attempts,
+    created_at: record.createdAt,
+    updated_at: record.updatedAt,
+    ttl: record.ttl ?? null,
+    status: record.status ?? null,
+    lease_owner: record.lease?.owner ?? null,
+    lease_until: record.lease?.until ?? null,
+  };
+  return seen ? { ...row, seen_version: seen.version, seen_key: seen.key, seen_created_at: seen.createdAt } : row;
 }
 
 /** `bigint` columns arrive as strings unless the app set a type parser: accept both. */
