@@ -217,6 +217,30 @@ describe('SqliteStore file', () => {
     }
   });
 
+  it("a relaxed update goes with the next call of its turn, in that call's commit and sync; alone, after the loop's I/O", async () => {
+    const { store } = await setup();
+    await store.claim(intentRecord('u1', 'a'));
+    const answers: { worker: { writes: number }[]; syncs: number }[] = [];
+    const record = (message: unknown) => answers.push(message as (typeof answers)[number]);
+    subscribe('oncely:sqlite:commit', record);
+    try {
+      const relaxed = store.update('u1', 'a', (c) => c && { ...c, attempts: 1 }, { durability: 'relaxed' });
+      // As an engine's next call comes: after promise jobs and work, long enough for the thread to commit alone.
+      await Promise.resolve();
+      const until = performance.now() + 20;
+      while (performance.now() < until);
+      await Promise.all([relaxed, store.claim(intentRecord('u1', 'b'))]);
+      expect(answers.flatMap((a) => a.worker).map((c) => c.writes)).toEqual([2]);
+      expect(answers.reduce((n, a) => n + a.syncs, 0)).toBe(1);
+      answers.length = 0;
+      await store.update('u1', 'a', (c) => c && { ...c, attempts: 2 }, { durability: 'relaxed' });
+      expect(answers.flatMap((a) => a.worker).map((c) => c.writes)).toEqual([1]);
+      expect((await store.get('u1', 'a'))?.attempts).toBe(2);
+    } finally {
+      unsubscribe('oncely:sqlite:commit', record);
+    }
+  });
+
   it('fails with a StoreError after close', async () => {
     const { store } = await setup();
     await store.close();
