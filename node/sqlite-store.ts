@@ -193,7 +193,15 @@ export class SqliteStore implements Store, ObservableStore {
       }
       const record = validRecord(next, scope, name);
       const row = rowValue(record);
-      const args = { scope, name, row, expected: seen.text ?? null, strict, now: this.#now() };
+      const args = {
+        scope,
+        name,
+        row,
+        expected: seen.text ?? null,
+        damaged: seen.damaged === true,
+        strict,
+        now: this.#now(),
+      };
       // A relaxed write goes with the next strict one, in its commit (`SqliteThread.call`).
       const written = await this.#call('write', args, !strict);
       if (written.ok) {

@@ -151,8 +151,11 @@ export class SqliteThread {
         // Pending calls keep the process alive, as a socket waiting for its answer would.
         worker.ref();
         this.#heard = io.now();
-        this.#checked = this.#heard;
-        this.#watchdog ??= io.setInterval(() => this.#check(), CHECK_MS).unref();
+        // Kept between calls (a sequential caller's every call would start and stop one); it stops itself once idle.
+        if (!this.#watchdog) {
+          this.#checked = this.#heard;
+          this.#watchdog = io.setInterval(() => this.#check(), CHECK_MS).unref();
+        }
       }
       encodeCall(this.#outbox, id, op, args);
       if (!lazy && this.#due !== 'soon') {
@@ -256,11 +259,14 @@ export class SqliteThread {
 
   #idle(worker: Worker): void {
     worker.unref();
-    io.clearInterval(this.#watchdog);
-    this.#watchdog = undefined;
   }
 
   #check(): void {
+    if (this.#pending.size === 0) {
+      io.clearInterval(this.#watchdog);
+      this.#watchdog = undefined;
+      return;
+    }
     const now = io.now();
     // This thread's loop was held (the process suspended, a long synchronous job): the
     // database thread's answers may be waiting in the queue, read after the timers. Its

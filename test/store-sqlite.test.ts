@@ -450,6 +450,19 @@ describe('SqliteStore quarantine', () => {
     expect(events).toHaveLength(1);
   });
 
+  it('an update that writes over a damaged row it saw salvaged sets the row aside in its commit', async () => {
+    const { file, store, events } = await setup();
+    const damaged = JSON.stringify({ ...valid(), state: 'exploded' });
+    tamper(file, 'u1', 'pay', damaged);
+    const written = await store.update('u1', 'pay', (r) => r && { ...r, attempts: 3 });
+    expect(written).toMatchObject({ key: 'k-sent', state: 'unknown', attempts: 3 });
+    expect(events).toEqual([expect.objectContaining({ reason: expect.stringMatching(/its key was kept/) })]);
+    expect(await store.listQuarantined('u1')).toEqual([
+      expect.objectContaining({ salvagedKey: 'k-sent', value: damaged }),
+    ]);
+    expect(await store.get('u1', 'pay')).toMatchObject({ key: 'k-sent', attempts: 3 });
+  });
+
   it('two stores meeting one bad row agree on the outcome', async () => {
     const { file, store, open } = await setup();
     const other = await open();
