@@ -91,6 +91,8 @@ export class CommitQueue {
   #syncing = false;
   /** The WAL, kept open: SQLite removes it only when its last connection closes, and ours is open. */
   #wal: number | undefined;
+  /** The WAL reached `WAL_CAP`: checkpoint from this connection once the batch is answered. */
+  #startOver = false;
 
   readonly #sql;
 
@@ -106,6 +108,7 @@ export class CommitQueue {
       savepoint: prepare('SAVEPOINT job'),
       release: prepare('RELEASE job'),
       rollbackTo: prepare('ROLLBACK TO job'),
+      checkpoint: prepare('PRAGMA wal_checkpoint(PASSIVE)'),
     };
   }
 
@@ -159,7 +162,7 @@ export class CommitQueue {
     if (!this.#options.fsync) return;
     try {
       const wal = this.#openWal();
-      if (wal !== undefined) extendWalAhead(wal);
+      if (wal !== undefined && extendWalAhead(wal)) this.#startOver = true;
     } catch {
       // Nothing was promised: the commit goes on without the zeros.
     }
@@ -310,6 +313,21 @@ export class CommitQueue {
       } else settle();
     }
     this.#sync();
+    if (this.#startOver) {
+      this.#startOver = false;
+      // After this batch's answers (they go out on a tick). This thread is the process's only
+      // writer: between its commits the checkpoint copies every frame left, and the next
+      // commit starts the WAL over. Busy (another checkpoint, a reader of an old snapshot): next time.
+      setImmediate(() => this.#tryCheckpoint());
+    }
+  }
+
+  #tryCheckpoint(): void {
+    try {
+      if (this.#wal !== undefined && !inTransaction(this.#db)) this.#sql.checkpoint.get();
+    } catch {
+      // Nothing depends on it (the store may even have closed meanwhile): the WAL grows until a later try.
+    }
   }
 
   /** Syncs the WAL for the strict writes committed so far; again if more came meanwhile. */

@@ -129,8 +129,19 @@ export class IntentRows {
   }
 
   read(scope: string, name: string): StoredRow | undefined {
+    const text = this.readText(scope, name);
+    return text === undefined ? undefined : stored(name, text);
+  }
+
+  /** The stored text alone, unparsed (a conditional write compares it). */
+  readText(scope: string, name: string): string | undefined {
     const row = this.#read.get(scope, name);
-    return row && stored(name, row.record);
+    return row && textOf(row.record);
+  }
+
+  /** A row whose text `readText` gave. */
+  static parsed(name: string, text: string | undefined): StoredRow | undefined {
+    return text === undefined ? undefined : stored(name, text);
   }
 
   remove(scope: string, name: string): void {

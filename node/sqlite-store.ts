@@ -77,6 +77,8 @@ const SEEN_MAX = 1024;
  * across processes. Writes made during one event-loop turn share one transaction and one
  * commit (group commit); strict commits sync the WAL (`synchronous=FULL`), relaxed ones
  * do not (`NORMAL`) and are synced by the next strict commit; claims are always strict.
+ * A relaxed write waits for the next call made before the loop turns (a sequential
+ * caller's next send), to share its message and its commit.
  * A lock held by another process is waited for from a timer, never by sleeping on the
  * event loop.
  *
@@ -191,14 +193,17 @@ export class SqliteStore implements Store, ObservableStore {
       }
       const record = validRecord(next, scope, name);
       const row = rowValue(record);
-      const written = await this.#call('write', {
+      const args = {
         scope,
         name,
         row,
         expected: seen.text ?? null,
+        damaged: seen.damaged === true,
         strict,
         now: this.#now(),
-      });
+      };
+      // A relaxed write goes with the next strict one, in its commit (`SqliteThread.call`).
+      const written = await this.#call('write', args, !strict);
       if (written.ok) {
         this.#remember(scope, name, { record, text: row.text });
         return { ...record };
@@ -295,17 +300,17 @@ export class SqliteStore implements Store, ObservableStore {
     await this.#thread.close(this.#lockTimeout + 5_000);
   }
 
-  #call<K extends Op>(op: K, args: Calls[K][0]): Promise<Calls[K][1]> {
+  #call<K extends Op>(op: K, args: Calls[K][0], lazy = false): Promise<Calls[K][1]> {
     if (this.#closed) return Promise.reject(this.#closedError());
-    return this.#toThread(op, args);
+    return this.#toThread(op, args, lazy);
   }
 
-  #toThread<K extends Op>(op: K, args: Calls[K][0]): Promise<Calls[K][1]> {
+  #toThread<K extends Op>(op: K, args: Calls[K][0], lazy = false): Promise<Calls[K][1]> {
     if (!this.#threaded) {
       this.#threaded = true;
       this.#reader.close();
     }
-    return this.#thread.call(op, args);
+    return this.#thread.call(op, args, lazy);
   }
 
   /**

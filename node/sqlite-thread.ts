@@ -34,6 +34,7 @@ const io = {
   clearInterval: globalThis.clearInterval.bind(globalThis),
   setTimeout: globalThis.setTimeout.bind(globalThis),
   clearTimeout: globalThis.clearTimeout.bind(globalThis),
+  setImmediate: globalThis.setImmediate.bind(globalThis),
   now: performance.now.bind(performance),
 };
 const STALL_MS = 30_000;
@@ -99,6 +100,11 @@ export class SqliteThread {
   #pending = new Map<number, Pending>();
   /** Calls not sent yet, flat (`encodeCall`). */
   #outbox: unknown[] = [];
+  /**
+   * When the outbox goes: `soon`, once this turn's promise jobs have run; `later`, after the
+   * loop's I/O (it holds relaxed writes only, which the next call of this turn takes along).
+   */
+  #due: 'none' | 'soon' | 'later' = 'none';
   #heard = 0;
   /** When the watchdog last ran: a tick far later than CHECK_MS means this thread's own loop was held. */
   #checked = 0;
@@ -112,7 +118,12 @@ export class SqliteThread {
     this.#stallMs = stallMs;
   }
 
-  call<K extends Op>(op: K, args: Calls[K][0]): Promise<Calls[K][1]> {
+  /**
+   * `lazy`: a relaxed write, which nothing waits on to send a byte: it goes with the next
+   * call made before the loop turns (a sequential caller's next claim), in one message and
+   * one commit, whose sync syncs it too; alone, after the loop's I/O, if none comes.
+   */
+  call<K extends Op>(op: K, args: Calls[K][0], lazy = false): Promise<Calls[K][1]> {
     const started = commitChannel.hasSubscribers ? performance.now() : 0;
     if (this.#pending.size >= MAX_PENDING) {
       return Promise.reject(
@@ -140,12 +151,20 @@ export class SqliteThread {
         // Pending calls keep the process alive, as a socket waiting for its answer would.
         worker.ref();
         this.#heard = io.now();
-        this.#checked = this.#heard;
-        this.#watchdog ??= io.setInterval(() => this.#check(), CHECK_MS).unref();
+        // Kept between calls (a sequential caller's every call would start and stop one); it stops itself once idle.
+        if (!this.#watchdog) {
+          this.#checked = this.#heard;
+          this.#watchdog = io.setInterval(() => this.#check(), CHECK_MS).unref();
+        }
       }
-      const first = this.#outbox.length === 0;
       encodeCall(this.#outbox, id, op, args);
-      if (first) queueMicrotask(() => this.#send());
+      if (!lazy && this.#due !== 'soon') {
+        this.#due = 'soon';
+        queueMicrotask(() => this.#send());
+      } else if (lazy && this.#due === 'none') {
+        this.#due = 'later';
+        io.setImmediate(() => this.#send());
+      }
     });
     if (started) this.#sendMs += performance.now() - started;
     return promise;
@@ -199,6 +218,7 @@ export class SqliteThread {
   }
 
   #send(): void {
+    this.#due = 'none';
     if (this.#outbox.length === 0 || !this.#worker) return;
     const calls = this.#outbox;
     this.#outbox = [];
@@ -239,11 +259,14 @@ export class SqliteThread {
 
   #idle(worker: Worker): void {
     worker.unref();
-    io.clearInterval(this.#watchdog);
-    this.#watchdog = undefined;
   }
 
   #check(): void {
+    if (this.#pending.size === 0) {
+      io.clearInterval(this.#watchdog);
+      this.#watchdog = undefined;
+      return;
+    }
     const now = io.now();
     // This thread's loop was held (the process suspended, a long synchronous job): the
     // database thread's answers may be waiting in the queue, read after the timers. Its

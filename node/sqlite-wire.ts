@@ -41,9 +41,20 @@ export interface Calls {
   ];
   /** `peek`: a damaged row whose key can be salvaged is answered as salvaged, not yet quarantined (an update's write does that). */
   read: [{ scope: string; name: string; now: number; peek?: boolean }, SeenRow];
-  /** Stores `row` if the row still holds `expected` (null: no row); otherwise answers what it holds. */
+  /**
+   * Stores `row` if the row still holds `expected` (null: no row); otherwise answers what it
+   * holds. `damaged`: `expected` was answered as damaged (salvaged), to be quarantined.
+   */
   write: [
-    { scope: string; name: string; row: RowValue; expected: string | null; strict: boolean; now: number },
+    {
+      scope: string;
+      name: string;
+      row: RowValue;
+      expected: string | null;
+      damaged: boolean;
+      strict: boolean;
+      now: number;
+    },
     { ok: true } | { ok: false; current: SeenRow },
   ];
   delete: [{ scope: string; name: string; key?: string; keepPending?: number }, undefined];
@@ -93,7 +104,7 @@ export function encodeCall(out: unknown[], id: number, op: Op, args: unknown): v
     out.push(id, op, a.scope, a.name, a.row.text, a.row.state, a.row.sweepAt, a.now);
   } else if (op === 'write') {
     const a = args as Calls['write'][0];
-    out.push(id, op, a.scope, a.name, a.row.text, a.row.state, a.row.sweepAt, a.expected, a.strict, a.now);
+    out.push(id, op, a.scope, a.name, a.row.text, a.row.state, a.row.sweepAt, a.expected, a.damaged, a.strict, a.now);
   } else out.push(id, op, args);
 }
 
@@ -108,8 +119,8 @@ export function decodeCalls(flat: readonly unknown[], each: (id: number, op: Op,
       i += 8;
     } else if (op === 'write') {
       const row = { text: f(2), state: f(3), sweepAt: f(4) };
-      each(id, op, { scope: f(0), name: f(1), row, expected: f(5), strict: f(6), now: f(7) });
-      i += 10;
+      each(id, op, { scope: f(0), name: f(1), row, expected: f(5), damaged: f(6), strict: f(7), now: f(8) });
+      i += 11;
     } else {
       each(id, op, f(0));
       i += 3;

@@ -14,7 +14,7 @@ import type { IntentRecord, IntentState, StoreEvent } from '../src/store/store.j
 import { CommitQueue, commitChannel, type WriteContext } from './commit-queue.js';
 import { legacyId } from './file-store-import.js';
 import { openDatabase, retryWhileBusy } from './sqlite-open.js';
-import { rowValue, type StoredRow } from './sqlite-rows.js';
+import { IntentRows, rowValue, type StoredRow } from './sqlite-rows.js';
 import { storeError } from './sqlite-schema.js';
 import type { Calls, CommitTiming, FromWorker, Op, SeenRow, ToWorker, WorkerConfig } from './sqlite-wire.js';
 import { decodeCalls, encodeResult, toWire } from './sqlite-wire.js';
@@ -187,14 +187,17 @@ const handlers: Handlers = {
       return (peek && salvage(row, scope, name, now)) || settle(context, o, scope, name, row, now);
     });
   },
-  write: (o, { scope, name, row: value, expected, strict, now }) =>
+  write: (o, { scope, name, row: value, expected, damaged, strict, now }) =>
     write(o, strict, (context) => {
       checkLegacy(context, o, scope, name, now);
-      const row = o.rows.read(scope, name);
-      if ((row?.text ?? null) !== expected) {
+      // Compared as text: the row is parsed only when it is not the one the update saw.
+      const text = o.rows.readText(scope, name);
+      if ((text ?? null) !== expected) {
+        const row = IntentRows.parsed(name, text);
         return { ok: false, current: salvage(row, scope, name, now) ?? settle(context, o, scope, name, row, now) };
       }
       // A damaged row the update saw salvaged is set aside now, in the transaction that replaces it.
+      const row = damaged ? IntentRows.parsed(name, text) : undefined;
       if (row && readSlot(row.value, scope, name, now).kind === 'corrupt')
         settle(context, o, scope, name, row, now, false);
       o.rows.put(scope, name, value);
@@ -291,11 +294,7 @@ const allAnswered = (): Promise<void> =>
 
 function answer(id: number, result: { value: unknown } | { error: ReturnType<typeof toWire> }): void {
   encodeResult(outbox, id, result);
-  if (--outstanding === 0) {
-    clearInterval(heartbeat);
-    heartbeat = undefined;
-    for (const resolve of whenAnswered.splice(0)) resolve();
-  }
+  if (--outstanding === 0) for (const resolve of whenAnswered.splice(0)) resolve();
   if (flushing) return;
   flushing = true;
   process.nextTick(() => {
@@ -350,8 +349,13 @@ function receive(message: ToWorker): void {
     return;
   }
   time(message.timed);
-  // The main thread takes a silent thread with calls outstanding for a stuck one.
-  heartbeat ??= setInterval(() => post({ type: 'alive' }), 1000);
+  // The main thread takes a silent thread with calls outstanding for a stuck one. Kept
+  // between calls (one per call costs a timer each); it stops once nothing is outstanding.
+  heartbeat ??= setInterval(() => {
+    if (outstanding > 0) return post({ type: 'alive' });
+    clearInterval(heartbeat);
+    heartbeat = undefined;
+  }, 1000);
   decodeCalls(message.calls, (id, op, args) => {
     outstanding++;
     opening

@@ -48,14 +48,24 @@ function framesNearEnd(wal: number, size: number): boolean {
 }
 
 /**
+ * A WAL this long gets no more zeros: one that long was not started over by the checkpoints
+ * (they never catch up with a writer that never pauses), and grows by as many bytes of zeros
+ * as of frames. Its writer checkpoints instead (`CommitQueue`), and SQLite starts it over.
+ */
+export const WAL_CAP = 8 * WAL_CHUNK;
+
+/**
  * Adds a chunk of zeros past the end of the WAL open as `wal` when SQLite's frames come
  * near it. Only inside a write transaction: no other connection can append frames or start
  * the WAL over meanwhile, so the decision is one for every process. The zeros are flushed
- * by the next sync of the WAL.
+ * by the next sync of the WAL. True when the frames came near the end of a WAL of
+ * {@link WAL_CAP} or more: nothing added, and the WAL wants a checkpoint to start over.
  */
-export function extendWalAhead(wal: number): void {
+export function extendWalAhead(wal: number): boolean {
   const { size } = fstatSync(wal);
-  if (!framesNearEnd(wal, size)) return;
+  if (!framesNearEnd(wal, size)) return false;
+  if (size >= WAL_CAP) return true;
   zeros ??= Buffer.alloc(WAL_CHUNK);
   writeSync(wal, zeros, 0, WAL_CHUNK, size);
+  return false;
 }

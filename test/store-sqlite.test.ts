@@ -5,6 +5,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openSqliteStore, SqliteStore, StoreFileError } from '../node/sqlite-store.js';
 import { defaultStateDir } from '../node/state-dir.js';
+import { WAL_CAP } from '../node/wal-zeros.js';
 import { CorruptRecordError, InvalidArgumentError, StoreError } from '../src/errors.js';
 import type { IntentRecord, StoreEvent } from '../src/store/store.js';
 import { filesUnder, tempStoreDir } from './fixtures/store-dirs.js';
@@ -190,6 +191,23 @@ describe('SqliteStore file', () => {
     expect(await store.integrityCheck()).toEqual(['ok']);
   });
 
+  it('under writes that never pause the WAL stays bounded: past WAL_CAP its writer checkpoints, and SQLite starts it over', {
+    timeout: 120_000,
+  }, async () => {
+    const { file, store } = await setup();
+    let n = 0;
+    // 64 at a time, back to back: the checkpointer thread's checkpoints never catch up with the
+    // commits on their own, and the WAL grew by its frames plus as many bytes of zeros (160 MB in 3 s).
+    await Promise.all(
+      Array.from({ length: 64 }, async () => {
+        for (let i = 0; i < 500; i++) await store.claim(intentRecord('u1', `w:${n++}`));
+      }),
+    );
+    expect((await stat(`${file}-wal`)).size).toBeLessThan(WAL_CAP + (1 << 20));
+    expect(await store.list('u1')).toHaveLength(64 * 500);
+    expect(await store.integrityCheck()).toEqual(['ok']);
+  });
+
   it("a new WAL gets no zeros from its first commits: a short-lived process's claims flush only their frames", async () => {
     const { file, store } = await setup();
     for (let i = 0; i < 3; i++) await store.claim(intentRecord('u1', `short:${i}`));
@@ -214,6 +232,30 @@ describe('SqliteStore file', () => {
       expect(syncs).toBe(0);
     } finally {
       unsubscribe('oncely:sqlite:commit', count);
+    }
+  });
+
+  it("a relaxed update goes with the next call of its turn, in that call's commit and sync; alone, after the loop's I/O", async () => {
+    const { store } = await setup();
+    await store.claim(intentRecord('u1', 'a'));
+    const answers: { worker: { writes: number }[]; syncs: number }[] = [];
+    const record = (message: unknown) => answers.push(message as (typeof answers)[number]);
+    subscribe('oncely:sqlite:commit', record);
+    try {
+      const relaxed = store.update('u1', 'a', (c) => c && { ...c, attempts: 1 }, { durability: 'relaxed' });
+      // As an engine's next call comes: after promise jobs and work, long enough for the thread to commit alone.
+      await Promise.resolve();
+      const until = performance.now() + 20;
+      while (performance.now() < until);
+      await Promise.all([relaxed, store.claim(intentRecord('u1', 'b'))]);
+      expect(answers.flatMap((a) => a.worker).map((c) => c.writes)).toEqual([2]);
+      expect(answers.reduce((n, a) => n + a.syncs, 0)).toBe(1);
+      answers.length = 0;
+      await store.update('u1', 'a', (c) => c && { ...c, attempts: 2 }, { durability: 'relaxed' });
+      expect(answers.flatMap((a) => a.worker).map((c) => c.writes)).toEqual([1]);
+      expect((await store.get('u1', 'a'))?.attempts).toBe(2);
+    } finally {
+      unsubscribe('oncely:sqlite:commit', record);
     }
   });
 
@@ -424,6 +466,19 @@ describe('SqliteStore quarantine', () => {
     expect(await store.listQuarantined()).toEqual([]);
     expect((await store.get('u1', 'pay'))?.key).toBe('k-sent');
     expect(events).toHaveLength(1);
+  });
+
+  it('an update that writes over a damaged row it saw salvaged sets the row aside in its commit', async () => {
+    const { file, store, events } = await setup();
+    const damaged = JSON.stringify({ ...valid(), state: 'exploded' });
+    tamper(file, 'u1', 'pay', damaged);
+    const written = await store.update('u1', 'pay', (r) => r && { ...r, attempts: 3 });
+    expect(written).toMatchObject({ key: 'k-sent', state: 'unknown', attempts: 3 });
+    expect(events).toEqual([expect.objectContaining({ reason: expect.stringMatching(/its key was kept/) })]);
+    expect(await store.listQuarantined('u1')).toEqual([
+      expect.objectContaining({ salvagedKey: 'k-sent', value: damaged }),
+    ]);
+    expect(await store.get('u1', 'pay')).toMatchObject({ key: 'k-sent', attempts: 3 });
   });
 
   it('two stores meeting one bad row agree on the outcome', async () => {
