@@ -41,6 +41,8 @@ interface Child {
   /** Resolves with the first line equal to `text` (or rejects if the child exits first). */
   waitFor(text: string): Promise<void>;
   exited: Promise<void>;
+  /** How it ended and what it printed, for a failure's message. */
+  describe(): string;
 }
 
 function start(args: string[]): Child {
@@ -67,6 +69,8 @@ function start(args: string[]): Child {
     proc,
     lines,
     exited,
+    describe: () =>
+      `exit ${proc.exitCode ?? proc.signalCode ?? 'pending'}; stdout: ${JSON.stringify(lines.slice(0, 6))}; stderr: ${stderr.slice(-2000) || '(none)'}`,
     waitFor: (text) =>
       new Promise<void>((resolve, reject) => {
         if (lines.includes(text)) return resolve();
@@ -117,14 +121,22 @@ describe('SqliteStore across processes', () => {
       await Promise.all(children.map((child) => child.waitFor('ready')));
       for (const child of children) child.proc.stdin.write('go\n');
       await Promise.all(children.map((child) => child.exited));
-      const results = children.map((child) => JSON.parse(child.lines[1]!) as { key: string; created: boolean });
+      const results = children.map((child) => {
+        // A child that failed its claim exits without its result line: say so, not "undefined is not valid JSON".
+        expect(
+          child.lines,
+          `round ${round}: a child ended without its claim's result: ${child.describe()}`,
+        ).toHaveLength(2);
+        return JSON.parse(child.lines[1]!) as { key: string; created: boolean };
+      });
       expect(new Set(results.map((result) => result.key)).size).toBe(1);
       expect(results.filter((result) => result.created)).toHaveLength(1);
       const store = await openSqliteStore({ dir });
       expect((await store.get('pool', `job:${round}`))?.key).toBe(results[0]!.key);
       await store.close();
     }
-  }, 30_000);
+    // 24 process starts, 4-5 s on a quiet machine, 14-22 s beside two other test files: the bound is for a hang.
+  }, 90_000);
 
   it('updates are atomic across processes: 6 processes × 50 increments of one record lose none', async () => {
     const { dir, remove } = await tempStoreDir();
@@ -181,6 +193,8 @@ describe('SqliteStore across processes', () => {
     const reached = new Map<string, IntentState>(); // name → last state printed by a resolved update
     const order: IntentState[] = ['ready', 'in_flight', 'succeeded'];
     const conflicts: string[] = [];
+    /** Children that ended before their SIGKILL: a claim or an update threw. */
+    const crashed: string[] = [];
     let kills = 0;
 
     const lane = async (laneNo: number) => {
@@ -191,6 +205,7 @@ describe('SqliteStore across processes', () => {
         await sleep(Math.random() * (run % 6 === 0 ? 150 : 60));
         child.proc.kill('SIGKILL');
         await child.exited;
+        if (child.proc.signalCode !== 'SIGKILL') crashed.push(`w${laneNo}r${run}: ${child.describe()}`);
         kills++;
         for (const line of child.lines) {
           const [kind, name, value] = line.split(' ');
@@ -205,12 +220,15 @@ describe('SqliteStore across processes', () => {
         }
       }
     };
+    const started = performance.now();
     await Promise.all(Array.from({ length: lanes }, (_, i) => lane(i)));
+    const seen = `${kills} kills in ${Math.round(performance.now() - started)} ms, ${claimed.size} claims and ${reached.size} updates seen`;
     expect(kills).toBeGreaterThanOrEqual(100);
-    expect(conflicts).toEqual([]);
+    expect(crashed, seen).toEqual([]);
+    expect(conflicts, seen).toEqual([]);
     // The kills landed while work was going on (how much depends on the machine's load).
-    expect(claimed.size).toBeGreaterThanOrEqual(50);
-    expect(reached.size).toBeGreaterThanOrEqual(20);
+    expect(claimed.size, seen).toBeGreaterThanOrEqual(50);
+    expect(reached.size, seen).toBeGreaterThanOrEqual(20);
 
     const events: StoreEvent[] = [];
     const store = await openSqliteStore({ dir });
@@ -226,5 +244,7 @@ describe('SqliteStore across processes', () => {
     expect(events).toEqual([]);
     expect(await store.listQuarantined()).toEqual([]);
     await store.close();
-  }, 60_000);
+    // 120 process starts, each a node process and its database thread (about 0.2 s of CPU):
+    // 18-25 s on a quiet 2-core machine, over 60 s beside two other test files. The bound is for a hang.
+  }, 240_000);
 });
