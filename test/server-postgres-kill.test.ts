@@ -5,14 +5,14 @@
  * SIGKILLed after the commit but before the answer leaves — the next attempt is a replay,
  * one effect.
  */
-import { mkdir, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresKeyStore } from '../postgres/key-store.js';
 import { type OnceResult, once } from '../src/server/once.js';
+import { bundleChild } from './helpers/bundle-child.js';
 import { spawnLineChild } from './helpers/line-child.js';
 import { useTestDatabase } from './postgres/database.js';
 
@@ -21,16 +21,7 @@ const repo = fileURLToPath(new URL('..', import.meta.url));
 const script = path.join(repo, '.tmp', `server-child-${process.pid}.mjs`);
 
 beforeAll(async () => {
-  await mkdir(path.dirname(script), { recursive: true });
-  await build({
-    entryPoints: [fileURLToPath(new URL('./postgres/server-child.ts', import.meta.url))],
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    outfile: script,
-    external: ['pg'],
-    logLevel: 'warning',
-  });
+  await bundleChild(fileURLToPath(new URL('./postgres/server-child.ts', import.meta.url)), script, ['pg']);
   await new PostgresKeyStore({ pool: db.admin }).migrate();
   await db.admin.query('CREATE TABLE ledger (id bigserial PRIMARY KEY, key text NOT NULL)');
 }, 60_000);

@@ -9,11 +9,11 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { openSqliteKeyStore, type SqliteKeyStore } from '../node/sqlite-key-store.js';
 import { createIdempotency } from '../src/server/index.js';
 import { tempStoreDir } from './fixtures/store-dirs.js';
+import { bundleChild } from './helpers/bundle-child.js';
 import { type LineChild, LineChildren } from './helpers/line-child.js';
 
 let dir = '';
@@ -23,14 +23,7 @@ beforeAll(async () => {
   ({ dir, remove } = await tempStoreDir());
   child = path.join(dir, 'server-sqlite-child.mjs');
   await writeFile(path.join(dir, 'package.json'), '{"type":"module"}');
-  await build({
-    entryPoints: [fileURLToPath(new URL('./fixtures/server-sqlite-child.ts', import.meta.url))],
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    outfile: child,
-    logLevel: 'warning',
-  });
+  await bundleChild(fileURLToPath(new URL('./fixtures/server-sqlite-child.ts', import.meta.url)), child);
 });
 afterAll(() => remove());
 
