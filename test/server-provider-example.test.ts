@@ -4,8 +4,8 @@ import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { build } from 'esbuild';
 import { expect, it } from 'vitest';
+import { bundleChild } from './helpers/bundle-child.js';
 import { useTestDatabase } from './postgres/database.js';
 
 const db = useTestDatabase();
@@ -13,22 +13,13 @@ const repo = fileURLToPath(new URL('..', import.meta.url));
 
 it('examples/postgres-provider-call: a double send and a lost provider answer, one order and one charge', async () => {
   const out = path.join(repo, '.tmp', `provider-example-${process.pid}.mjs`);
-  await build({
-    entryPoints: [path.join(repo, 'examples/postgres-provider-call/main.ts')],
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    outfile: out,
-    external: ['pg', 'express'],
-    alias: {
-      oncely: path.join(repo, 'src/index.ts'),
-      'oncely/node': path.join(repo, 'node/index.ts'),
-      'oncely/mock': path.join(repo, 'src/mock/index.ts'),
-      'oncely/postgres': path.join(repo, 'postgres/index.ts'),
-      'oncely/server/express': path.join(repo, 'src/server/express.ts'),
-      'oncely/server': path.join(repo, 'src/server/index.ts'),
-    },
-    logLevel: 'warning',
+  await bundleChild(path.join(repo, 'examples/postgres-provider-call/main.ts'), out, ['pg', 'express'], {
+    oncely: path.join(repo, 'src/index.ts'),
+    'oncely/node': path.join(repo, 'node/index.ts'),
+    'oncely/mock': path.join(repo, 'src/mock/index.ts'),
+    'oncely/postgres': path.join(repo, 'postgres/index.ts'),
+    'oncely/server/express': path.join(repo, 'src/server/express.ts'),
+    'oncely/server': path.join(repo, 'src/server/index.ts'),
   });
   try {
     const { stdout } = await promisify(execFile)(process.execPath, [out], {

@@ -4,8 +4,8 @@ import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { build } from 'esbuild';
 import { expect, it } from 'vitest';
+import { bundleChild } from './helpers/bundle-child.js';
 import { useTestDatabase } from './postgres/database.js';
 
 const db = useTestDatabase();
@@ -13,20 +13,11 @@ const repo = fileURLToPath(new URL('..', import.meta.url));
 
 it('examples/postgres-payout-worker: a worker killed mid-request, every payout made exactly once', async () => {
   const out = path.join(repo, '.tmp', `payout-example-${process.pid}.mjs`);
-  await build({
-    entryPoints: [path.join(repo, 'examples/postgres-payout-worker/main.ts')],
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    outfile: out,
-    external: ['pg'],
-    alias: {
-      oncely: path.join(repo, 'src/index.ts'),
-      'oncely/node': path.join(repo, 'node/index.ts'),
-      'oncely/mock': path.join(repo, 'src/mock/index.ts'),
-      'oncely/postgres': path.join(repo, 'postgres/index.ts'),
-    },
-    logLevel: 'warning',
+  await bundleChild(path.join(repo, 'examples/postgres-payout-worker/main.ts'), out, ['pg'], {
+    oncely: path.join(repo, 'src/index.ts'),
+    'oncely/node': path.join(repo, 'node/index.ts'),
+    'oncely/mock': path.join(repo, 'src/mock/index.ts'),
+    'oncely/postgres': path.join(repo, 'postgres/index.ts'),
   });
   try {
     const { stdout } = await promisify(execFile)(process.execPath, [out], {
