@@ -14,7 +14,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type CheckReport, runCheck } from '../src/cli/check.js';
 import { formatReport } from '../src/cli/report.js';
 import { tempStoreDir } from './fixtures/store-dirs.js';
-import { bundleChild } from './helpers/bundle-child.js';
+import { bundleChild, SOURCES } from './helpers/bundle-child.js';
 import { useTestDatabase } from './postgres/database.js';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
@@ -24,13 +24,7 @@ let dir = '';
 let remove = async () => {};
 beforeAll(async () => {
   ({ dir, remove } = await tempStoreDir());
-  const from = (file: string) => path.join(repo, file);
-  await bundleChild(from('demo/server.ts'), bundle, ['express', 'pg'], {
-    'oncely/node': from('node/index.ts'),
-    'oncely/server/express': from('src/server/express.ts'),
-    'oncely/server': from('src/server/index.ts'),
-    'oncely/postgres': from('postgres/index.ts'),
-  });
+  await bundleChild(path.join(repo, 'demo/server.ts'), bundle, ['express', 'pg'], SOURCES);
 });
 afterAll(async () => {
   await rm(bundle, { force: true });
