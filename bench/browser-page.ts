@@ -25,6 +25,7 @@ import { useIdempotentMutation } from 'oncely/react';
 import { idempotentMutationOptions } from 'oncely/tanstack';
 import { createElement, useEffect, useMemo } from 'react';
 import { createRoot } from 'react-dom/client';
+import { freshRecord } from './records.ts';
 
 export interface Click {
   event: number;
@@ -42,19 +43,7 @@ globalThis.fetch = (input, init) => {
   return realFetch(input, init);
 };
 
-const record = (name: string) => {
-  const now = Date.now();
-  return {
-    v: 1 as const,
-    scope: 'bench',
-    name,
-    key: crypto.randomUUID(),
-    state: 'ready' as const,
-    attempts: 0,
-    createdAt: now,
-    updatedAt: now,
-  };
-};
+const record = (name: string) => freshRecord('bench', name);
 
 async function benchIdb(n: number): Promise<number[]> {
   const store = new IdbStore({ dbName: `bench-${crypto.randomUUID()}` });

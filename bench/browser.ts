@@ -16,7 +16,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { chromium } from '@playwright/test';
-import { build } from 'esbuild';
+import { type BuildOptions, build } from 'esbuild';
 import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../e2e/chromium.ts';
 import type { Click, Variant } from './browser-page.ts';
 import { fmtMs, median, quantile } from './stats.ts';
@@ -63,7 +63,8 @@ export interface BrowserResult {
   firstClick: { n: number; hook: Timing; tanstack: Timing };
 }
 
-async function bundlePage(): Promise<string> {
+/** browser-page.ts bundled for Chromium; `extra` adds options (compare-clicks.ts pins oncely to a build). */
+export async function bundlePage(extra: Pick<BuildOptions, 'plugins' | 'nodePaths'> = {}): Promise<string> {
   const result = await build({
     entryPoints: [path.join(import.meta.dirname, 'browser-page.ts')],
     bundle: true,
@@ -72,6 +73,7 @@ async function bundlePage(): Promise<string> {
     platform: 'browser',
     target: 'chrome120',
     minify: true,
+    ...extra,
     define: { 'process.env.NODE_ENV': JSON.stringify('production') },
     logLevel: 'warning',
   });

@@ -17,6 +17,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import ky from 'ky';
+import { freshRecord } from './records.ts';
 import { startServer } from './server-process.ts';
 import { fmtRatio, inParallel, spread } from './stats.ts';
 
@@ -51,25 +52,11 @@ const perRequest = async (run: (i: number) => Promise<unknown>) => {
   await inParallel(requests, concurrency, run);
   return { wall: ((performance.now() - started) / requests) * 1000, cpu: (cpuUs() - cpu) / requests };
 };
-/** A fresh record to claim. */
-const fresh = (name: string) => {
-  const now = Date.now();
-  return {
-    v: 1,
-    scope: 'bench',
-    name,
-    key: crypto.randomUUID(),
-    state: 'ready',
-    attempts: 0,
-    createdAt: now,
-    updatedAt: now,
-  };
-};
 /** Wall and CPU µs per claim of `count` claims, `loops` at a time. */
 const claims = async (store: { claim(r: unknown): Promise<unknown> }, loops: number, count: number, tag: string) => {
   const started = performance.now();
   const cpu = cpuUs();
-  await inParallel(count, loops, (i) => store.claim(fresh(`${tag}${i}`)));
+  await inParallel(count, loops, (i) => store.claim(freshRecord('bench', `${tag}${i}`)));
   return { wall: ((performance.now() - started) / count) * 1000, cpu: (cpuUs() - cpu) / count };
 };
 const kinds = (storeKind === 'sqlite' ? ['send', 'intent+post', 'claim', 'claim c=64'] : ['send', 'intent+post']) as (

@@ -14,8 +14,9 @@ import type { AddressInfo } from 'node:net';
 import { loadavg } from 'node:os';
 import path from 'node:path';
 import { chromium, type Page } from '@playwright/test';
-import { build, type Plugin } from 'esbuild';
+import type { Plugin } from 'esbuild';
 import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../e2e/chromium.ts';
+import { bundlePage } from './browser.ts';
 import type { Click, Variant } from './browser-page.ts';
 import { median, quantile } from './stats.ts';
 
@@ -39,22 +40,8 @@ const pinTo = (dist: string): Plugin => ({
     b.onResolve({ filter: /^oncely(\/.*)?$/ }, (args) => ({ path: path.join(dist, ENTRIES[args.path]!) }));
   },
 });
-const bundle = async (dist: string) => {
-  const result = await build({
-    entryPoints: [path.join(import.meta.dirname, 'browser-page.ts')],
-    bundle: true,
-    write: false,
-    format: 'esm',
-    platform: 'browser',
-    target: 'chrome120',
-    minify: true,
-    plugins: [pinTo(dist)],
-    nodePaths: [path.join(import.meta.dirname, '../node_modules')],
-    define: { 'process.env.NODE_ENV': JSON.stringify('production') },
-    logLevel: 'warning',
-  });
-  return result.outputFiles[0]!.text;
-};
+const bundle = (dist: string) =>
+  bundlePage({ plugins: [pinTo(dist)], nodePaths: [path.join(import.meta.dirname, '../node_modules')] });
 
 /** Cross-origin isolation: performance.now() at 5 µs rather than 100 µs. */
 const ISOLATED = { 'cross-origin-opener-policy': 'same-origin', 'cross-origin-embedder-policy': 'require-corp' };

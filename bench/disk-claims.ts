@@ -12,11 +12,11 @@
  * Targets (issue 10): sequential ≥ 100 % of raw single; concurrent ≥ 50 % of raw batched.
  * Everything runs in a temp directory under os.tmpdir(), removed at the end.
  */
-import { randomUUID } from 'node:crypto';
 import { mkdtemp, open, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import '../scripts/ts-resolve.ts';
+import { freshRecord } from './records.ts';
 
 const { SqliteStore } = await import('../node/sqlite-store.js');
 type IntentRecord = import('../src/store/store.js').IntentRecord;
@@ -29,11 +29,7 @@ const CONCURRENCY = 64;
 const root = await mkdtemp(path.join(tmpdir(), 'oncely-bench-'));
 let serial = 0;
 
-function fresh(): IntentRecord {
-  const now = Date.now();
-  const name = `job:${serial++}`;
-  return { v: 1, scope: 'bench', name, key: randomUUID(), state: 'ready', attempts: 0, createdAt: now, updatedAt: now };
-}
+const fresh = (): IntentRecord => freshRecord('bench', `job:${serial++}`);
 const line = () => Buffer.from(`${JSON.stringify(fresh())}\n`);
 
 /** Runs `step` (which does `n` records) until `seconds` pass; returns records per second. */

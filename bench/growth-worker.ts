@@ -11,25 +11,14 @@
  *   node growth-worker.ts sweep <dir>                  one sweep call (what client.intent() starts once; bounded by sweepBatch)
  */
 import { oncely, openDiskStore } from './oncely.ts';
+import { freshRecord } from './records.ts';
 import { inParallel, median, quantile } from './stats.ts';
 
 type IntentRecord = Parameters<InstanceType<typeof oncely.MemoryStore>['claim']>[0];
 type Claimer = { claim(record: IntentRecord): Promise<unknown> };
 
 const SCOPE = 'bench';
-const record = (name: string): IntentRecord => {
-  const now = Date.now();
-  return {
-    v: 1,
-    scope: SCOPE,
-    name,
-    key: crypto.randomUUID(),
-    state: 'ready',
-    attempts: 0,
-    createdAt: now,
-    updatedAt: now,
-  };
-};
+const record = (name: string): IntentRecord => freshRecord(SCOPE, name);
 
 const mb = (bytes: number) => Math.round((bytes / 2 ** 20) * 10) / 10;
 function memory() {

@@ -22,6 +22,7 @@ import ky from 'ky';
 import pg from 'pg';
 import { startCluster } from '../test/postgres/cluster.ts';
 import { batchedInsert, rawInsert as rawInsertOn } from './postgres-baseline.ts';
+import { freshRecord } from './records.ts';
 import { startServer } from './server-process.ts';
 import { fmtRatio, inParallel, spread } from './stats.ts';
 
@@ -83,27 +84,14 @@ const baseline = (kind: Kind) => {
   const insert = kind === 'send' ? rawInsert : batchedInsert(pool);
   return (name: string) => insert(name).then(() => bare.post(`${server.baseUrl}ok`, { json }).json());
 };
-const fresh = (name: string) => {
-  const now = Date.now();
-  return {
-    v: 1,
-    scope: 'claims',
-    name,
-    key: randomUUID(),
-    state: 'ready',
-    attempts: 0,
-    createdAt: now,
-    updatedAt: now,
-  };
-};
 // biome-ignore lint/suspicious/noExplicitAny: each build's own types.
 const operation = (kind: Kind, store: any, client: any) => {
-  if (kind === 'claim') return (name: string) => store.claim(fresh(name));
+  if (kind === 'claim') return (name: string) => store.claim(freshRecord('claims', name));
   if (kind.startsWith('writes'))
     // A send()'s writes alone: the claim folded into in_flight, then the outcome (relaxed).
     return (name: string) =>
       store
-        .update('writes', name, () => ({ ...fresh(name), scope: 'writes', state: 'in_flight', attempts: 1 }))
+        .update('writes', name, () => ({ ...freshRecord('writes', name), state: 'in_flight', attempts: 1 }))
         .then(() =>
           store.update('writes', name, (r: object) => r && { ...r, state: 'succeeded', status: 200 }, {
             durability: 'relaxed',

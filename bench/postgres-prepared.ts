@@ -14,6 +14,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { PostgresStore } from 'oncely/postgres';
 import pg from 'pg';
 import { startCluster } from '../test/postgres/cluster.ts';
+import { freshRecord } from './records.ts';
 import { loadLine } from './stats.ts';
 
 const arg = (name: string, fallback: number) =>
@@ -51,21 +52,10 @@ const postgresCpu = () => {
   return total;
 };
 
-const record = (scope: string, name: string) => ({
-  v: 1 as const,
-  scope,
-  name,
-  key: randomUUID(),
-  state: 'ready' as const,
-  attempts: 0,
-  createdAt: Date.now(),
-  updatedAt: Date.now(),
-});
-
 const workloads = {
   /** One claim after another: each a single INSERT. */
   claims: async (store: PostgresStore) => {
-    for (let i = 0; i < N; i++) await store.claim(record('p', randomUUID()));
+    for (let i = 0; i < N; i++) await store.claim(freshRecord('p', randomUUID()));
     return N;
   },
   /** 16 at once, claim then two updates each (in_flight, succeeded): singles and groups. */
@@ -75,7 +65,7 @@ const workloads = {
       Array.from({ length: 16 }, async () => {
         while (next++ < N) {
           const name = randomUUID();
-          await store.claim(record('p', name));
+          await store.claim(freshRecord('p', name));
           await store.update('p', name, (r) => r && { ...r, state: 'in_flight', attempts: 1, fingerprint: 'f' });
           await store.update('p', name, (r) => r && { ...r, state: 'succeeded', status: 201 });
         }

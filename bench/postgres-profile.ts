@@ -14,6 +14,7 @@ import { PostgresStore } from 'oncely/postgres';
 import pg from 'pg';
 import { startCluster } from '../test/postgres/cluster.ts';
 import { rawInsert as rawInsertOn } from './postgres-baseline.ts';
+import { freshRecord } from './records.ts';
 import { startServer } from './server-process.ts';
 import { loadLine } from './stats.ts';
 
@@ -81,19 +82,7 @@ const variants: Record<string, (name: string) => Promise<unknown>> = {
   bare: (name) => rawInsert(name).then(() => bare.post(`${server.baseUrl}ok`, { json: { amount: 1999 } }).json()),
   'bare-http-only': () => bare.post(`${server.baseUrl}ok`, { json: { amount: 1999 } }).json(),
   'raw-insert-only': rawInsert,
-  claim: (name) => {
-    const now = Date.now();
-    return store.claim({
-      v: 1,
-      scope: 'claims',
-      name,
-      key: randomUUID(),
-      state: 'ready',
-      attempts: 0,
-      createdAt: now,
-      updatedAt: now,
-    });
-  },
+  claim: (name) => store.claim(freshRecord('claims', name)),
   intent_post: (name) => api.intent(name).then((intent) => intent.post('ok', { json: { amount: 1999 } })),
   send: (name) => api.send(name, 'POST', 'ok', { json: { amount: 1999 } }),
 };

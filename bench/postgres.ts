@@ -21,6 +21,7 @@ import { PostgresStore } from 'oncely/postgres';
 import pg from 'pg';
 import { startCluster } from '../test/postgres/cluster.ts';
 import { batchedInsert, rawInsert as rawInsertOn } from './postgres-baseline.ts';
+import { freshRecord } from './records.ts';
 import { startServer } from './server-process.ts';
 import { fmtRatio, loadLine, median, quantile, type Spread, spread } from './stats.ts';
 
@@ -39,13 +40,8 @@ const store = new PostgresStore({ pool });
 await store.migrate();
 
 const rawInsert = rawInsertOn(pool);
-const claim = (durability: 'strict' | 'relaxed') => (name: string) => {
-  const now = Date.now();
-  return store.claim(
-    { v: 1, scope: 'store', name, key: randomUUID(), state: 'ready', attempts: 0, createdAt: now, updatedAt: now },
-    { durability },
-  );
-};
+const claim = (durability: 'strict' | 'relaxed') => (name: string) =>
+  store.claim(freshRecord('store', name), { durability });
 
 /** This process's CPU (µs) per operation in the last `rate()`. */
 let lastCpuUs = 0;

@@ -24,6 +24,7 @@ import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { openDiskStore } from './oncely.ts';
+import { freshRecord } from './records.ts';
 import { inParallel } from './stats.ts';
 
 const commits = Number(process.argv[2] ?? 600);
@@ -40,19 +41,6 @@ const written = () => {
   } catch {
     return Number.NaN;
   }
-};
-const record = (name: string) => {
-  const now = Date.now();
-  return {
-    v: 1 as const,
-    scope: 'bench',
-    name,
-    key: crypto.randomUUID(),
-    state: 'ready' as const,
-    attempts: 0,
-    createdAt: now,
-    updatedAt: now,
-  };
 };
 const orders = {
   'in order': (i: number) => `order:${String(i).padStart(9, '0')}`,
@@ -94,7 +82,7 @@ for (const [layout, ddl] of Object.entries(layouts)) {
       for (let i = from; i < from + n; i += BATCH) {
         db.exec('BEGIN IMMEDIATE');
         for (let j = i; j < i + BATCH; j++) {
-          const r = record(name(j));
+          const r = freshRecord('bench', name(j));
           insert.run('bench', r.name, 'ready', r.updatedAt + 86_400_000, JSON.stringify(r));
         }
         db.exec('COMMIT');
@@ -112,7 +100,7 @@ for (const [order, name] of Object.entries(orders)) {
   dirs.push(dir);
   const store = await openDiskStore(dir);
   const m = await measure((commits / 2) * BATCH, commits * BATCH, (from, n) =>
-    inParallel(n, BATCH, (i) => store.claim(record(name(from + i)))),
+    inParallel(n, BATCH, (i) => store.claim(freshRecord('bench', name(from + i)))),
   );
   show(`SqliteStore claim(), 64 at once, ${order}`, m);
   await store.close();

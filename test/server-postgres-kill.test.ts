@@ -5,15 +5,15 @@
  * SIGKILLed after the commit but before the answer leaves — the next attempt is a replay,
  * one effect.
  */
-import { spawn } from 'node:child_process';
-import { mkdir, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresKeyStore } from '../postgres/key-store.js';
 import { type OnceResult, once } from '../src/server/once.js';
+import { bundleChild } from './helpers/bundle-child.js';
+import { spawnLineChild } from './helpers/line-child.js';
 import { useTestDatabase } from './postgres/database.js';
 
 const db = useTestDatabase();
@@ -21,16 +21,7 @@ const repo = fileURLToPath(new URL('..', import.meta.url));
 const script = path.join(repo, '.tmp', `server-child-${process.pid}.mjs`);
 
 beforeAll(async () => {
-  await mkdir(path.dirname(script), { recursive: true });
-  await build({
-    entryPoints: [fileURLToPath(new URL('./postgres/server-child.ts', import.meta.url))],
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    outfile: script,
-    external: ['pg'],
-    logLevel: 'warning',
-  });
+  await bundleChild(fileURLToPath(new URL('./postgres/server-child.ts', import.meta.url)), script, ['pg']);
   await new PostgresKeyStore({ pool: db.admin }).migrate();
   await db.admin.query('CREATE TABLE ledger (id bigserial PRIMARY KEY, key text NOT NULL)');
 }, 60_000);
@@ -38,22 +29,9 @@ afterAll(() => rm(script, { force: true }));
 
 /** Runs the child until it prints `line`, then SIGKILLs it. */
 async function killAt(key: string, when: 'before-commit' | 'after-commit', line: string): Promise<void> {
-  const child = spawn(process.execPath, [script, JSON.stringify(db.config), key, when], { cwd: repo });
-  let out = '';
-  let err = '';
-  child.stderr.on('data', (chunk) => {
-    err += chunk;
-  });
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  await new Promise<void>((resolve, reject) => {
-    child.stdout.on('data', (chunk) => {
-      out += chunk;
-      if (out.includes(`${line}\n`)) resolve();
-    });
-    child.once('exit', () => reject(new Error(`the child exited before "${line}": ${err}`)));
-  });
-  child.kill('SIGKILL');
-  await exited;
+  const child = spawnLineChild(script, [JSON.stringify(db.config), key, when], { cwd: repo });
+  await child.waitFor((printed) => printed === line);
+  await child.kill();
 }
 
 /** The next attempt, as a client would make it: again after a 409 (the dead backend may not have noticed yet). */
@@ -102,25 +80,13 @@ describe('oncely/server on PostgreSQL: 8 processes × bursts of the same keys', 
   it('each key runs once across all processes; every other answer is in_progress or a replay', async () => {
     const keys = ['burst-1', 'burst-2', 'burst-3'];
     const children = Array.from({ length: 8 }, () => {
-      const child = spawn(process.execPath, [script, JSON.stringify(db.config), 'burst', keys.join(','), '3'], {
-        cwd: repo,
-      });
-      let out = '';
-      const lines = new Promise<string[]>((resolve, reject) => {
-        child.stdout.on('data', (chunk) => {
-          out += chunk;
-          if (out.includes('done\n')) resolve(out.split('\n').filter(Boolean));
-        });
-        child.once('exit', (code) => (code === 0 ? undefined : reject(new Error(`child exited ${code}`))));
-      });
-      const ready = new Promise<void>((resolve) => {
-        const check = () => (out.includes('ready\n') ? resolve() : setTimeout(check, 10));
-        check();
-      });
+      const child = spawnLineChild(script, [JSON.stringify(db.config), 'burst', keys.join(','), '3'], { cwd: repo });
+      const ready = child.waitFor((line) => line === 'ready');
+      const lines = child.waitFor((line) => line === 'done').then(() => [...child.lines]);
       return { child, lines, ready };
     });
     await Promise.all(children.map((c) => c.ready));
-    for (const c of children) c.child.stdin.write('go\n');
+    for (const c of children) c.child.proc.stdin.write('go\n');
     const answers = (await Promise.all(children.map((c) => c.lines))).flat().filter((l) => l.startsWith('burst-'));
     expect(answers).toHaveLength(8 * 3 * 3);
     // The bursts did meet: some answers were 409s of a key another process held.

@@ -6,15 +6,15 @@
  * The demo runs as a child, bundled from its source with `oncely/*` mapped to this tree.
  */
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
-import { mkdir, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type CheckReport, runCheck } from '../src/cli/check.js';
 import { formatReport } from '../src/cli/report.js';
 import { tempStoreDir } from './fixtures/store-dirs.js';
+import { bundleChild, SOURCES } from './helpers/bundle-child.js';
 import { useTestDatabase } from './postgres/database.js';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
@@ -24,23 +24,7 @@ let dir = '';
 let remove = async () => {};
 beforeAll(async () => {
   ({ dir, remove } = await tempStoreDir());
-  await mkdir(path.dirname(bundle), { recursive: true });
-  const from = (file: string) => path.join(repo, file);
-  await build({
-    entryPoints: [from('demo/server.ts')],
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    outfile: bundle,
-    external: ['express', 'pg'],
-    alias: {
-      'oncely/node': from('node/index.ts'),
-      'oncely/server/express': from('src/server/express.ts'),
-      'oncely/server': from('src/server/index.ts'),
-      'oncely/postgres': from('postgres/index.ts'),
-    },
-    logLevel: 'warning',
-  });
+  await bundleChild(path.join(repo, 'demo/server.ts'), bundle, ['express', 'pg'], SOURCES);
 });
 afterAll(async () => {
   await rm(bundle, { force: true });

@@ -5,16 +5,16 @@
  * effect (the other waits for the write lock, then replays); 6 processes × bursts of 3:
  * one effect; a process whose lock wait runs out gets a StoreError, never a second effect.
  */
-import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { openSqliteKeyStore, type SqliteKeyStore } from '../node/sqlite-key-store.js';
 import { createIdempotency } from '../src/server/index.js';
 import { tempStoreDir } from './fixtures/store-dirs.js';
+import { bundleChild } from './helpers/bundle-child.js';
+import { type LineChild, LineChildren } from './helpers/line-child.js';
 
 let dir = '';
 let child = '';
@@ -23,75 +23,18 @@ beforeAll(async () => {
   ({ dir, remove } = await tempStoreDir());
   child = path.join(dir, 'server-sqlite-child.mjs');
   await writeFile(path.join(dir, 'package.json'), '{"type":"module"}');
-  await build({
-    entryPoints: [fileURLToPath(new URL('./fixtures/server-sqlite-child.ts', import.meta.url))],
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    outfile: child,
-    logLevel: 'warning',
-  });
+  await bundleChild(fileURLToPath(new URL('./fixtures/server-sqlite-child.ts', import.meta.url)), child);
 });
 afterAll(() => remove());
 
-interface Child {
-  proc: ChildProcessWithoutNullStreams;
-  lines: string[];
-  waitFor(prefix: string): Promise<string>;
-  exited: Promise<void>;
-}
-
-const running = new Set<Child>();
+const children = new LineChildren();
 const stores: SqliteKeyStore[] = [];
 afterEach(async () => {
-  for (const c of running) c.proc.kill('SIGKILL');
-  await Promise.all([...running].map((c) => c.exited));
-  running.clear();
+  await children.killAll();
   await Promise.all(stores.splice(0).map((store) => store.close()));
 });
 
-function start(args: string[]): Child {
-  const proc = spawn(process.execPath, [child, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
-  const lines: string[] = [];
-  const waiters: { prefix: string; resolve: (line: string) => void }[] = [];
-  let partial = '';
-  let stderr = '';
-  proc.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-    const parts = (partial + chunk).split('\n');
-    partial = parts.pop()!;
-    for (const line of parts) {
-      lines.push(line);
-      for (const waiter of waiters.filter((w) => line.startsWith(w.prefix))) {
-        waiters.splice(waiters.indexOf(waiter), 1);
-        waiter.resolve(line);
-      }
-    }
-  });
-  proc.stderr.setEncoding('utf8').on('data', (chunk: string) => {
-    stderr += chunk;
-  });
-  const exited = new Promise<void>((resolve) => proc.once('close', () => resolve()));
-  const c: Child = {
-    proc,
-    lines,
-    exited,
-    waitFor: (prefix) =>
-      new Promise((resolve, reject) => {
-        const seen = lines.find((line) => line.startsWith(prefix));
-        if (seen !== undefined) return resolve(seen);
-        waiters.push({ prefix, resolve });
-        void exited.then(() => reject(new Error(`child exited before "${prefix}": ${stderr}`)));
-      }),
-  };
-  running.add(c);
-  return c;
-}
-
-async function kill(c: Child): Promise<void> {
-  c.proc.kill('SIGKILL');
-  await c.exited;
-  running.delete(c);
-}
+const start = (args: string[]): LineChild => children.start(child, args);
 
 let files = 0;
 const fileOf = () => path.join(dir, `shop-${++files}.db`);
@@ -129,7 +72,7 @@ describe('SqliteKeyStore: a server process killed', () => {
     const file = fileOf();
     const c = start([file, 'hang', 'killed']);
     await c.waitFor('written');
-    await kill(c);
+    await c.kill();
     const next = await restarted(file);
     expect(next.ledgerRows('killed')).toBe(0);
     expect(next.keyRows('killed')).toBe(0);
@@ -144,7 +87,7 @@ describe('SqliteKeyStore: a server process killed', () => {
     const file = fileOf();
     const c = start([file, 'commit', 'sent']);
     const line = await c.waitFor('committed');
-    await kill(c);
+    await c.kill();
     const [, status, body] = line.match(/^committed (\d+) (.*)$/)!;
     const next = await restarted(file);
     const replay = await next.payments(post('sent'));
@@ -205,7 +148,7 @@ describe('SqliteKeyStore: two processes on one file', () => {
     await waiter.waitFor('ready');
     waiter.proc.stdin.write('go\n');
     expect(await waiter.waitFor('error')).toMatch(/write lock for more than 300 ms; nothing ran/);
-    await kill(holder);
+    await holder.kill();
     const next = await restarted(file);
     expect(next.ledgerRows('waits')).toBe(0);
     expect((await next.payments(post('waits'))).status).toBe(201);

@@ -1,47 +1,12 @@
 /** Runs examples/postgres-payout-worker against a throwaway cluster, from the sources. */
-import { execFile } from 'node:child_process';
-import { rm } from 'node:fs/promises';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
-import { build } from 'esbuild';
 import { expect, it } from 'vitest';
+import { runExample } from './helpers/run-example.js';
 import { useTestDatabase } from './postgres/database.js';
 
 const db = useTestDatabase();
-const repo = fileURLToPath(new URL('..', import.meta.url));
 
 it('examples/postgres-payout-worker: a worker killed mid-request, every payout made exactly once', async () => {
-  const out = path.join(repo, '.tmp', `payout-example-${process.pid}.mjs`);
-  await build({
-    entryPoints: [path.join(repo, 'examples/postgres-payout-worker/main.ts')],
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    outfile: out,
-    external: ['pg'],
-    alias: {
-      oncely: path.join(repo, 'src/index.ts'),
-      'oncely/node': path.join(repo, 'node/index.ts'),
-      'oncely/mock': path.join(repo, 'src/mock/index.ts'),
-      'oncely/postgres': path.join(repo, 'postgres/index.ts'),
-    },
-    logLevel: 'warning',
-  });
-  try {
-    const { stdout } = await promisify(execFile)(process.execPath, [out], {
-      env: {
-        ...process.env,
-        PGHOST: db.cluster.host,
-        PGPORT: String(db.cluster.port),
-        PGUSER: 'postgres',
-        PGDATABASE: 'postgres',
-      },
-      timeout: 90_000,
-    });
-    expect(stdout).toContain('worker A killed mid-request');
-    expect(stdout).toContain('every payout made exactly once');
-  } finally {
-    await rm(out, { force: true });
-  }
+  const stdout = await runExample('postgres-payout-worker', ['pg'], db.cluster);
+  expect(stdout).toContain('worker A killed mid-request');
+  expect(stdout).toContain('every payout made exactly once');
 }, 120_000);

@@ -4,14 +4,14 @@
  * runs the cases marked fast; `ONCELY_SERVER_MATRIX=full` (set by `npm run chaos`) runs all.
  * `ONCELY_MATRIX_ONLY` reruns the cases whose id contains it.
  */
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { PostgresKeyStore } from '../../postgres/key-store.js';
+import { bundleChild } from '../helpers/bundle-child.js';
 import { useTestDatabase } from '../postgres/database.js';
 import type { AppConfig } from './app.js';
 import { CASES, type CaseContext, MAX_BODY, type ServerCase, TRANSACTION_TIMEOUT } from './cases.js';
@@ -38,17 +38,8 @@ const pgdb = useTestDatabase();
 let dir = '';
 
 beforeAll(async () => {
-  await mkdir(path.dirname(script), { recursive: true });
   dir = await mkdtemp(path.join(tmpdir(), 'oncely-server-matrix-'));
-  await build({
-    entryPoints: [fileURLToPath(new URL('./app.ts', import.meta.url))],
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    outfile: script,
-    external: ['pg', 'express'],
-    logLevel: 'warning',
-  });
+  await bundleChild(fileURLToPath(new URL('./app.ts', import.meta.url)), script, ['pg', 'express']);
 }, 60_000);
 afterAll(async () => {
   await rm(script, { force: true });

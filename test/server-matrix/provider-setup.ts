@@ -3,27 +3,15 @@
  * matrix and the node-level chain): provider-app.ts bundled for `AppProcess`, the app's
  * orders table, and the contract server as the provider, keeping a ledger of charge keys.
  */
-import { mkdir } from 'node:fs/promises';
-import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
 import type pg from 'pg';
 import { listenContractServer } from '../../node/mock-server.js';
 import { type ContractServer, createContractServer } from '../../src/mock/index.js';
+import { bundleChild } from '../helpers/bundle-child.js';
 
 /** Bundles provider-app.ts to `script` (pg and express stay external). */
-export async function buildProviderApp(script: string): Promise<void> {
-  await mkdir(path.dirname(script), { recursive: true });
-  await build({
-    entryPoints: [fileURLToPath(new URL('./provider-app.ts', import.meta.url))],
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    outfile: script,
-    external: ['pg', 'express'],
-    logLevel: 'warning',
-  });
-}
+export const buildProviderApp = (script: string): Promise<void> =>
+  bundleChild(fileURLToPath(new URL('./provider-app.ts', import.meta.url)), script, ['pg', 'express']);
 
 /** Creates the orders table and starts the provider: each charge's idempotency key is pushed to `charges`. */
 export async function startProvider(
