@@ -1,4 +1,3 @@
-import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -7,6 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { openSqliteStore } from '../node/sqlite-store.js';
 import type { IntentState, StoreEvent } from '../src/store/store.js';
 import { tempStoreDir } from './fixtures/store-dirs.js';
+import { type LineChild, LineChildren } from './helpers/line-child.js';
 
 const source = fileURLToPath(new URL('./fixtures/store-worker.ts', import.meta.url));
 
@@ -34,71 +34,22 @@ beforeAll(async () => {
 });
 afterAll(() => removeBundle());
 
-interface Child {
-  proc: ChildProcessWithoutNullStreams;
-  /** Complete lines printed so far. */
-  lines: string[];
-  /** Resolves with the first line equal to `text` (or rejects if the child exits first). */
-  waitFor(text: string): Promise<void>;
-  exited: Promise<void>;
-  /** How it ended and what it printed, for a failure's message. */
-  describe(): string;
-}
-
-function start(args: string[]): Child {
-  const proc = spawn(process.execPath, [worker, ...args], {
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
-  const lines: string[] = [];
-  let partial = '';
-  let stderr = '';
-  const waiters: { text: string; resolve: () => void }[] = [];
-  proc.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-    const parts = (partial + chunk).split('\n');
-    partial = parts.pop()!;
-    for (const line of parts) {
-      lines.push(line);
-      for (const waiter of waiters.filter((w) => w.text === line)) waiter.resolve();
-    }
-  });
-  proc.stderr.setEncoding('utf8').on('data', (chunk: string) => {
-    stderr += chunk;
-  });
-  const exited = new Promise<void>((resolve) => proc.once('close', () => resolve()));
-  return {
-    proc,
-    lines,
-    exited,
-    describe: () =>
-      `exit ${proc.exitCode ?? proc.signalCode ?? 'pending'}; stdout: ${JSON.stringify(lines.slice(0, 6))}; stderr: ${stderr.slice(-2000) || '(none)'}`,
-    waitFor: (text) =>
-      new Promise<void>((resolve, reject) => {
-        if (lines.includes(text)) return resolve();
-        waiters.push({ text, resolve });
-        void exited.then(() => reject(new Error(`worker exited before "${text}": ${stderr}`)));
-      }),
-  };
-}
-
-const running = new Set<Child>();
+const spawned = new LineChildren();
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
-  for (const child of running) child.proc.kill('SIGKILL');
-  await Promise.all([...running].map((child) => child.exited));
-  running.clear();
+  await spawned.killAll();
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-function track(child: Child): Child {
-  running.add(child);
-  void child.exited.then(() => running.delete(child));
-  return child;
-}
+/** The store worker with `args`, killed after the test if still running. */
+const start = (args: string[]): LineChild => spawned.start(worker, args);
+/** A line equal to `text` (not merely starting with it). */
+const exactly = (text: string) => (line: string) => line === text;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Resolves with the child's `n`th line (from 0) once it has printed it; rejects if it exits first. */
-async function line(child: Child, n: number): Promise<string> {
+async function line(child: LineChild, n: number): Promise<string> {
   let exited = false;
   void child.exited.then(() => {
     exited = true;
@@ -116,9 +67,9 @@ describe('SqliteStore across processes', () => {
     cleanups.push(remove);
     for (let round = 0; round < 3; round++) {
       const children = Array.from({ length: 8 }, (_, i) =>
-        track(start(['race', dir, 'pool', `job:${round}`, `key-${round}-${i}`])),
+        start(['race', dir, 'pool', `job:${round}`, `key-${round}-${i}`]),
       );
-      await Promise.all(children.map((child) => child.waitFor('ready')));
+      await Promise.all(children.map((child) => child.waitFor(exactly('ready'))));
       for (const child of children) child.proc.stdin.write('go\n');
       await Promise.all(children.map((child) => child.exited));
       const results = children.map((child) => {
@@ -152,10 +103,10 @@ describe('SqliteStore across processes', () => {
       createdAt: 1,
       updatedAt: 1,
     });
-    const children = Array.from({ length: 6 }, () => track(start(['count', dir, 'pool', 'n', '50'])));
-    await Promise.all(children.map((child) => child.waitFor('ready')));
+    const children = Array.from({ length: 6 }, () => start(['count', dir, 'pool', 'n', '50']));
+    await Promise.all(children.map((child) => child.waitFor(exactly('ready'))));
     for (const child of children) child.proc.stdin.write('go\n');
-    await Promise.all(children.map((child) => child.waitFor('done')));
+    await Promise.all(children.map((child) => child.waitFor(exactly('done'))));
     expect((await store.get('pool', 'n'))?.attempts).toBe(300);
     await store.close();
   }, 60_000);
@@ -165,8 +116,8 @@ describe('SqliteStore across processes', () => {
     cleanups.push(remove);
     // Open throughout: the WAL outlives the children, as it does under a long-running process.
     const store = await openSqliteStore({ dir });
-    const children = Array.from({ length: 6 }, (_, i) => track(start(['claims', dir, 'pool', `p${i}`, '10'])));
-    await Promise.all(children.map((child) => child.waitFor('ready')));
+    const children = Array.from({ length: 6 }, (_, i) => start(['claims', dir, 'pool', `p${i}`, '10']));
+    await Promise.all(children.map((child) => child.waitFor(exactly('ready'))));
     for (const child of children) child.proc.stdin.write('go\n');
     const results = await Promise.all(
       children.map(async (child) => JSON.parse(await line(child, 1)) as { ms: number[] }),
@@ -199,9 +150,9 @@ describe('SqliteStore across processes', () => {
 
     const lane = async (laneNo: number) => {
       for (let run = 0; run < killsPerLane; run++) {
-        const child = track(start(['churn', dir, 'jobs', `w${laneNo}r${run}`, '3']));
+        const child = start(['churn', dir, 'jobs', `w${laneNo}r${run}`, '3']);
         // Most kills land during claims and updates; some while the store opens.
-        if (run % 6 !== 0) await child.waitFor('ready').catch(() => {});
+        if (run % 6 !== 0) await child.waitFor(exactly('ready')).catch(() => {});
         await sleep(Math.random() * (run % 6 === 0 ? 150 : 60));
         child.proc.kill('SIGKILL');
         await child.exited;

@@ -14,6 +14,8 @@ export interface LineChild {
   exited: Promise<void>;
   /** SIGKILLs the child and waits for it. */
   kill(): Promise<void>;
+  /** How it ended and what it printed, for a failure's message. */
+  describe(): string;
 }
 
 /** Runs `node script ...args`. */
@@ -55,6 +57,8 @@ export function spawnLineChild(script: string, args: string[], options: SpawnOpt
       proc.kill('SIGKILL');
       await exited;
     },
+    describe: () =>
+      `exit ${proc.exitCode ?? proc.signalCode ?? 'pending'}; stdout: ${JSON.stringify(lines.slice(0, 6))}; stderr: ${stderr.slice(-2000) || '(none)'}`,
   };
 }
 
